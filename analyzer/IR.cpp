@@ -1,0 +1,120 @@
+//===- IR.cpp - ridge's graph IR ------------------------------------------===//
+#include "analyzer/IR.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace ridge;
+
+bool Shape::isFullyKnown() const {
+  for (const Dim &D : Dims)
+    if (!D.isKnown())
+      return false;
+  return true;
+}
+
+std::optional<double> Shape::numElements() const {
+  double N = 1;
+  for (const Dim &D : Dims) {
+    if (!D.isKnown())
+      return std::nullopt;
+    N *= static_cast<double>(D.Extent);
+  }
+  return N;
+}
+
+std::string Shape::str() const {
+  std::string S = "[";
+  for (size_t I = 0; I < Dims.size(); ++I) {
+    if (I)
+      S += ',';
+    if (Dims[I].isKnown())
+      S += std::to_string(Dims[I].Extent);
+    else if (!Dims[I].Symbol.empty())
+      S += Dims[I].Symbol;
+    else
+      S += '?';
+  }
+  return S + "]";
+}
+
+std::optional<double> Value::numBytes() const {
+  auto N = numElements();
+  if (!N)
+    return std::nullopt;
+  return *N * dtypeBytes(Elem);
+}
+
+std::string Value::typeStr() const {
+  return dtypeName(Elem).str() + (Shp ? Shp->str() : std::string("[*]"));
+}
+
+const Attribute *Node::attr(llvm::StringRef N) const {
+  for (const Attribute &A : Attrs)
+    if (A.Name == N)
+      return &A;
+  return nullptr;
+}
+
+int64_t Node::attrInt(llvm::StringRef N, int64_t Default) const {
+  const Attribute *A = attr(N);
+  return A && A->K == Attribute::Kind::Int ? A->I : Default;
+}
+
+double Node::attrFloat(llvm::StringRef N, double Default) const {
+  const Attribute *A = attr(N);
+  return A && A->K == Attribute::Kind::Float ? A->F : Default;
+}
+
+std::string Node::attrString(llvm::StringRef N, llvm::StringRef Default) const {
+  const Attribute *A = attr(N);
+  return A && A->K == Attribute::Kind::String ? A->S : Default.str();
+}
+
+std::optional<llvm::ArrayRef<int64_t>> Node::attrInts(llvm::StringRef N) const {
+  const Attribute *A = attr(N);
+  if (!A || A->K != Attribute::Kind::Ints)
+    return std::nullopt;
+  return llvm::ArrayRef<int64_t>(A->Ints);
+}
+
+llvm::SmallVector<Graph *, 2> Node::subgraphs() const {
+  llvm::SmallVector<Graph *, 2> Out;
+  for (const Attribute &A : Attrs)
+    for (const auto &G : A.Graphs)
+      Out.push_back(G.get());
+  return Out;
+}
+
+Value *Graph::lookupLocal(llvm::StringRef N) const {
+  auto It = ByName.find(N);
+  return It == ByName.end() ? nullptr : It->second;
+}
+
+Value *Graph::lookup(llvm::StringRef N) const {
+  for (const Graph *G = this; G; G = G->Parent)
+    if (Value *V = G->lookupLocal(N))
+      return V;
+  return nullptr;
+}
+
+Value *Graph::addValue(llvm::StringRef N, ValueKind K) {
+  Values.emplace_back();
+  Value *V = &Values.back();
+  V->Name = N.str();
+  V->Kind = K;
+  ByName[N] = V;
+  return V;
+}
+
+size_t Graph::numNodesRecursive() const {
+  size_t N = 0;
+  walk([&](const Node &) { ++N; });
+  return N;
+}
+
+const Function *Model::findFunction(llvm::StringRef Domain,
+                                    llvm::StringRef Name) const {
+  for (const Function &F : Functions)
+    if (F.Domain == Domain && F.Name == Name)
+      return &F;
+  return nullptr;
+}

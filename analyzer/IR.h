@@ -1,0 +1,206 @@
+//===- IR.h - ridge's graph IR: values, nodes, graphs, models ---*- C++ -*-===//
+//
+// The loader imports an ONNX ModelProto into this IR at one boundary; every
+// analysis runs on it and never on protobuf objects. Nodes are stored in
+// topological order. Shapes hold concrete and symbolic dims.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_ANALYZER_IR_H
+#define RIDGE_ANALYZER_IR_H
+
+#include "analyzer/DType.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+class Graph;
+class Node;
+
+/// One dimension: a known extent, a named symbol (dim_param), or unknown.
+struct Dim {
+  int64_t Extent = -1;  ///< >= 0 when known
+  std::string Symbol;   ///< dim_param when not known; may be empty
+
+  static Dim known(int64_t N) { return Dim{N, {}}; }
+  static Dim symbolic(llvm::StringRef S) { return Dim{-1, S.str()}; }
+  bool isKnown() const { return Extent >= 0; }
+  bool operator==(const Dim &O) const {
+    return Extent == O.Extent && Symbol == O.Symbol;
+  }
+};
+
+/// A ranked shape. Unranked values have no Shape at all (see Value).
+struct Shape {
+  llvm::SmallVector<Dim, 4> Dims;
+
+  size_t rank() const { return Dims.size(); }
+  bool isFullyKnown() const;
+  /// Number of elements as a double: exact below 2^53, never wraps around
+  /// (dims up to 2^62 multiply safely). nullopt when a dim is not known.
+  std::optional<double> numElements() const;
+  /// "[N,128,7]"; "?" for an unknown dim.
+  std::string str() const;
+};
+
+/// Where a value comes from.
+enum class ValueKind : uint8_t { Intermediate, GraphInput, Initializer, OuterScope };
+
+/// What ridge knows of an initializer; its payload is never loaded.
+struct InitializerInfo {
+  bool External = false;        ///< data_location = EXTERNAL
+  std::string Location;         ///< external file, relative to the model
+  bool LocationMissing = false; ///< external file not found (a warning)
+};
+
+/// An SSA value: a graph input, an initializer or a node output.
+class Value {
+public:
+  std::string Name;
+  ValueKind Kind = ValueKind::Intermediate;
+  DType Elem = DType::Undefined;
+  std::optional<Shape> Shp; ///< nullopt: rank unknown
+  Node *Producer = nullptr;
+  llvm::SmallVector<Node *, 2> Users;
+  bool IsGraphOutput = false;
+  std::optional<InitializerInfo> Init; ///< set for initializers
+  /// Small integer constant contents, when the loader saw them (shape
+  /// tensors, axes); used by ridge's own shape rules.
+  std::optional<llvm::SmallVector<int64_t, 4>> IntData;
+
+  bool isInitializer() const { return Kind == ValueKind::Initializer; }
+  bool hasKnownShape() const { return Shp && Shp->isFullyKnown(); }
+  /// Elements, when the shape is fully known.
+  std::optional<double> numElements() const {
+    return Shp ? Shp->numElements() : std::nullopt;
+  }
+  /// Bytes at the value's element type, when the shape is fully known.
+  std::optional<double> numBytes() const;
+  /// "f32[N,128]", "f32[*]" when unranked.
+  std::string typeStr() const;
+};
+
+/// A node attribute. Graph-valued attributes own their subgraphs.
+struct Attribute {
+  enum class Kind : uint8_t {
+    Undefined, Float, Int, String, Tensor, Graph, Floats, Ints, Strings,
+    Tensors, Graphs, SparseTensor, SparseTensors, TypeProto, TypeProtos
+  };
+  std::string Name;
+  Kind K = Kind::Undefined;
+  double F = 0;
+  int64_t I = 0;
+  std::string S;
+  llvm::SmallVector<int64_t, 4> Ints;
+  llvm::SmallVector<double, 4> Floats;
+  std::vector<std::string> Strings;
+  /// For Tensor attributes: element type and dims (payload not kept).
+  DType TensorElem = DType::Undefined;
+  llvm::SmallVector<int64_t, 4> TensorDims;
+  std::vector<std::unique_ptr<Graph>> Graphs;
+
+  Attribute() = default;
+  // noexcept, so that std::vector moves attributes when it grows.
+  Attribute(Attribute &&) noexcept = default;
+  Attribute &operator=(Attribute &&) noexcept = default;
+};
+
+class Node {
+public:
+  std::string Name; ///< may be empty in the file; the importer names it
+  std::string OpType;
+  std::string Domain; ///< "" for the default ai.onnx domain
+  int64_t OpsetVersion = 0;
+  llvm::SmallVector<Value *, 4> Inputs; ///< nullptr: omitted optional input
+  llvm::SmallVector<Value *, 2> Outputs;
+  std::vector<Attribute> Attrs;
+  Graph *Parent = nullptr;
+  unsigned Index = 0; ///< position in the parent's topological order
+
+  const Attribute *attr(llvm::StringRef Name) const;
+  int64_t attrInt(llvm::StringRef Name, int64_t Default) const;
+  double attrFloat(llvm::StringRef Name, double Default) const;
+  std::string attrString(llvm::StringRef Name, llvm::StringRef Default) const;
+  /// The ints attribute, or nullopt when absent.
+  std::optional<llvm::ArrayRef<int64_t>> attrInts(llvm::StringRef Name) const;
+  Value *input(unsigned I) const {
+    return I < Inputs.size() ? Inputs[I] : nullptr;
+  }
+  Value *output(unsigned I) const {
+    return I < Outputs.size() ? Outputs[I] : nullptr;
+  }
+  /// Subgraphs held by attributes (If branches, Loop/Scan bodies).
+  llvm::SmallVector<Graph *, 2> subgraphs() const;
+  /// "ai.onnx" for the default domain, else the domain.
+  llvm::StringRef domainName() const {
+    return Domain.empty() ? llvm::StringRef("ai.onnx") : llvm::StringRef(Domain);
+  }
+};
+
+/// A graph: the model's main graph, a subgraph or a function body.
+class Graph {
+public:
+  std::string Name;
+  Graph *Parent = nullptr; ///< enclosing graph for subgraphs
+  Node *ParentNode = nullptr;
+  std::deque<Value> Values; ///< stable addresses
+  std::vector<std::unique_ptr<Node>> Nodes; ///< topological order
+  llvm::SmallVector<Value *, 4> Inputs;
+  llvm::SmallVector<Value *, 4> Outputs;
+  llvm::SmallVector<Value *, 8> Initializers;
+  /// Values of enclosing graphs that nodes here (or deeper) read.
+  llvm::SmallVector<Value *, 2> Captures;
+
+  /// The value named N in this graph or, for subgraphs, an enclosing one.
+  Value *lookup(llvm::StringRef N) const;
+  /// The value named N in this graph only.
+  Value *lookupLocal(llvm::StringRef N) const;
+  Value *addValue(llvm::StringRef N, ValueKind K);
+  /// Calls F on every node here and in nested subgraphs, parents first.
+  template <typename Fn> void walk(Fn &&F) const {
+    for (const auto &N : Nodes) {
+      F(*N);
+      for (Graph *G : N->subgraphs())
+        G->walk(F);
+    }
+  }
+  size_t numNodesRecursive() const;
+
+private:
+  llvm::StringMap<Value *> ByName;
+};
+
+/// A model-local function (FunctionProto): its body is kept as a graph whose
+/// inputs and outputs are the formal parameters (no shapes).
+struct Function {
+  std::string Domain;
+  std::string Name;
+  std::vector<std::string> AttributeNames;
+  std::unique_ptr<Graph> Body;
+};
+
+class Model {
+public:
+  std::string Path;          ///< as given on the command line ("-" for stdin)
+  int64_t IrVersion = 0;
+  std::string Producer;      ///< producer_name and version
+  std::map<std::string, int64_t> Opsets; ///< domain ("" = ai.onnx) -> version
+  std::unique_ptr<Graph> Main;
+  std::vector<Function> Functions;
+  uint64_t FileBytes = 0;        ///< size of the file read
+  uint64_t SkippedPayloadBytes = 0; ///< weight bytes never loaded
+
+  const Function *findFunction(llvm::StringRef Domain, llvm::StringRef Name) const;
+};
+
+} // namespace ridge
+
+#endif

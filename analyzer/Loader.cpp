@@ -1,0 +1,266 @@
+//===- Loader.cpp - Load an ONNX model file into the IR -------------------===//
+//
+// The only file besides Importer.cpp that sees protobuf and ONNX's C++ API.
+// ONNX throws; every call into it is wrapped so that nothing past this file
+// sees an exception.
+//
+//===----------------------------------------------------------------------===//
+#include "analyzer/Loader.h"
+#include "analyzer/Importer.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <set>
+
+using namespace ridge;
+using llvm::Error;
+using llvm::formatv;
+
+namespace {
+
+/// Text syntax starts with '<' (model header) or a '#' comment line; binary
+/// ModelProto starts with a field key (ir_version is 0x08).
+bool looksLikeText(llvm::StringRef Path, llvm::StringRef Bytes) {
+  if (Path.ends_with(".onnxtxt") || Path.ends_with(".onnx.txt"))
+    return true;
+  if (Path.ends_with(".onnx"))
+    return false;
+  llvm::StringRef T = Bytes.ltrim();
+  return T.starts_with("<") || T.starts_with("#");
+}
+
+Error parseText(llvm::StringRef File, llvm::StringRef Bytes,
+                onnx::ModelProto &Proto) {
+  std::string Text = Bytes.str(); // the parser wants a NUL-terminated string
+  try {
+    onnx::OnnxParser Parser(Text.c_str());
+    auto Status = Parser.Parse(Proto);
+    if (!Status.IsOK())
+      return fileError(File, "cannot parse ONNX text syntax: " +
+                                 Status.ErrorMessage());
+  } catch (const std::exception &E) {
+    return fileError(File, llvm::Twine("cannot parse ONNX text syntax: ") + E.what());
+  }
+  return Error::success();
+}
+
+Error parseBinary(llvm::StringRef File, llvm::StringRef Bytes,
+                  const LeanReadOptions &Lean, onnx::ModelProto &Proto,
+                  uint64_t &Skipped) {
+  if (Bytes.empty())
+    return fileError(File, "file is empty; not an ONNX model");
+  std::string Filtered;
+  LeanReadStats Stats;
+  if (Error E = leanFilterModel(Bytes, Filtered, Stats, Lean))
+    return fileError(File, "not a valid ONNX protobuf: " + llvm::toString(std::move(E)));
+  Skipped = Stats.SkippedPayloadBytes;
+  if (Filtered.size() > (size_t(1) << 31) - 1)
+    return fileError(File, "graph structure alone exceeds protobuf's 2 GiB limit");
+  if (!Proto.ParseFromString(Filtered))
+    return fileError(File, "not a valid ONNX protobuf (ModelProto failed to parse)");
+  if (!Proto.has_graph())
+    return fileError(File, "not an ONNX model: it has no graph");
+  return Error::success();
+}
+
+void setDims(onnx::TensorShapeProto &S,
+             const llvm::StringMap<int64_t> &Bindings, llvm::StringSet<> &Used) {
+  for (auto &D : *S.mutable_dim())
+    if (D.has_dim_param()) {
+      auto It = Bindings.find(D.dim_param());
+      if (It != Bindings.end()) {
+        Used.insert(D.dim_param());
+        D.set_dim_value(It->second);
+      }
+    }
+}
+
+void collectSymbols(const onnx::GraphProto &G, std::set<std::string> &Out) {
+  for (const auto &VI : G.input())
+    if (VI.type().has_tensor_type())
+      for (const auto &D : VI.type().tensor_type().shape().dim())
+        if (D.has_dim_param())
+          Out.insert(D.dim_param());
+}
+
+Error applyBindings(llvm::StringRef File, onnx::ModelProto &Proto,
+                    const LoadOptions &Opts) {
+  onnx::GraphProto &G = *Proto.mutable_graph();
+  for (const auto &[Name, Dims] : Opts.InputShapes) {
+    onnx::ValueInfoProto *VI = nullptr;
+    std::string Names;
+    for (auto &In : *G.mutable_input()) {
+      if (In.name() == Name)
+        VI = &In;
+      Names += (Names.empty() ? "" : ", ") + In.name();
+    }
+    if (!VI)
+      return fileError(File, formatv("--input-shape: no graph input named '{0}' "
+                                     "(inputs: {1})",
+                                     Name, Names));
+    auto *TT = VI->mutable_type()->mutable_tensor_type();
+    TT->clear_shape();
+    auto *S = TT->mutable_shape();
+    for (int64_t D : Dims)
+      S->add_dim()->set_dim_value(D);
+  }
+  if (Opts.DimBindings.empty())
+    return Error::success();
+  llvm::StringMap<int64_t> Bindings;
+  for (const auto &[Name, N] : Opts.DimBindings)
+    Bindings[Name] = N;
+  llvm::StringSet<> Used;
+  for (auto *List : {G.mutable_input(), G.mutable_output(), G.mutable_value_info()})
+    for (auto &VI : *List)
+      if (VI.type().has_tensor_type() && VI.type().tensor_type().has_shape())
+        setDims(*VI.mutable_type()->mutable_tensor_type()->mutable_shape(),
+                Bindings, Used);
+  for (const auto &[Name, N] : Opts.DimBindings)
+    if (!Used.contains(Name)) {
+      std::set<std::string> Symbols;
+      collectSymbols(G, Symbols);
+      std::string List;
+      for (const auto &S : Symbols)
+        List += (List.empty() ? "" : ", ") + S;
+      return fileError(File, formatv("--dim {0}: the model has no dimension named "
+                                     "'{0}' (symbolic dims of its inputs: {1})",
+                                     Name, List.empty() ? "none" : List));
+    }
+  return Error::success();
+}
+
+void inferShapes(llvm::StringRef File, onnx::ModelProto &Proto,
+                 DiagnosticEngine &Diags) {
+  // Strict first, so that a broken model is reported; then leniently, so that
+  // one op ONNX cannot infer does not cost the shapes of all the others.
+  try {
+    onnx::shape_inference::InferShapes(Proto, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 1, true));
+    return;
+  } catch (const std::exception &E) {
+    llvm::StringRef Msg = E.what();
+    Diags.warn(File, "ONNX shape inference: " + Msg.trim() +
+                         " (continuing with what can be inferred)");
+  }
+  try {
+    onnx::shape_inference::InferShapes(Proto, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception &E) {
+    Diags.warn(File, llvm::Twine("ONNX shape inference failed: ") + E.what());
+  }
+}
+
+/// One diagnostic listing the values whose shapes are still unknown.
+void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
+  std::vector<std::string> Items;
+  std::set<std::string> Symbols;
+  size_t Count = 0;
+  M.Main->walk([&](const Node &N) {
+    for (Value *V : N.Outputs) {
+      if (!V || V->hasKnownShape())
+        continue;
+      ++Count;
+      if (V->Shp)
+        for (const Dim &D : V->Shp->Dims)
+          if (!D.isKnown() && !D.Symbol.empty())
+            Symbols.insert(D.Symbol);
+      if (Items.size() < 8)
+        Items.push_back(formatv("'{0}' ({1} output, {2})", V->Name, N.OpType,
+                                V->Shp ? "dims " + V->Shp->str() : "rank unknown")
+                            .str());
+    }
+  });
+  if (!Count)
+    return;
+  std::string Msg = formatv("{0} value(s) have unknown shapes: ", Count).str();
+  for (size_t I = 0; I < Items.size(); ++I)
+    Msg += (I ? ", " : "") + Items[I];
+  if (Count > Items.size())
+    Msg += formatv(", and {0} more", Count - Items.size()).str();
+  if (!Symbols.empty()) {
+    Msg += "; unbound symbols:";
+    for (const auto &S : Symbols)
+      Msg += " " + S;
+    Msg += " (bind them with --dim NAME=N)";
+  }
+  Msg += "; ops reading them are reported as unmodeled";
+  Diags.warn(M.Path, Msg);
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Model>>
+ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
+                 DiagnosticEngine &Diags) {
+  auto BufOrErr = Path == "-" ? llvm::MemoryBuffer::getSTDIN()
+                              : llvm::MemoryBuffer::getFile(
+                                    Path, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+  if (!BufOrErr)
+    return fileError(Path, BufOrErr.getError().message());
+  llvm::StringRef Bytes = (*BufOrErr)->getBuffer();
+
+  onnx::ModelProto Proto;
+  uint64_t Skipped = 0;
+  if (looksLikeText(Path, Bytes)) {
+    if (Error E = parseText(Path, Bytes, Proto))
+      return E;
+  } else if (Error E = parseBinary(Path, Bytes, Opts.Lean, Proto, Skipped)) {
+    return E;
+  }
+  if (Error E = applyBindings(Path, Proto, Opts))
+    return E;
+  if (Opts.InferShapes)
+    inferShapes(Path, Proto, Diags);
+
+  llvm::SmallString<256> Dir(Path == "-" ? "." : Path);
+  llvm::sys::path::remove_filename(Dir);
+  if (Dir.empty())
+    Dir = ".";
+  llvm::Expected<std::unique_ptr<Model>> M = [&]() -> llvm::Expected<std::unique_ptr<Model>> {
+    try {
+      return importModel(Proto, Path, Dir, Diags);
+    } catch (const std::exception &E) {
+      return fileError(Path, llvm::Twine("cannot import model: ") + E.what());
+    }
+  }();
+  if (!M)
+    return M.takeError();
+  (*M)->FileBytes = Bytes.size();
+  (*M)->SkippedPayloadBytes = Skipped;
+  reportUnknownShapes(**M, Diags);
+  return M;
+}
+
+llvm::Expected<std::pair<std::string, int64_t>>
+ridge::parseDimBinding(llvm::StringRef S) {
+  auto [Name, Num] = S.split('=');
+  int64_t N;
+  if (Name.empty() || Num.getAsInteger(10, N) || N < 0)
+    return usageError(formatv("--dim '{0}': expected NAME=N with N >= 0", S));
+  return std::make_pair(Name.str(), N);
+}
+
+llvm::Expected<std::pair<std::string, std::vector<int64_t>>>
+ridge::parseInputShape(llvm::StringRef S) {
+  auto [Name, Dims] = S.rsplit('=');
+  if (Name.empty() || Dims.empty())
+    return usageError(formatv("--input-shape '{0}': expected NAME=AxBxC", S));
+  std::vector<int64_t> Out;
+  llvm::SmallVector<llvm::StringRef, 8> Parts;
+  Dims.split(Parts, 'x');
+  for (llvm::StringRef P : Parts) {
+    int64_t N;
+    if (P.getAsInteger(10, N) || N < 0)
+      return usageError(formatv("--input-shape '{0}': dim '{1}' is not a "
+                                "non-negative integer",
+                                S, P));
+    Out.push_back(N);
+  }
+  return std::make_pair(Name.str(), Out);
+}

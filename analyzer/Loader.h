@@ -1,0 +1,38 @@
+//===- Loader.h - Load an ONNX model file into the IR -----------*- C++ -*-===//
+#ifndef RIDGE_ANALYZER_LOADER_H
+#define RIDGE_ANALYZER_LOADER_H
+
+#include "analyzer/Diagnostics.h"
+#include "analyzer/IR.h"
+#include "analyzer/LeanReader.h"
+#include "llvm/Support/Error.h"
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+struct LoadOptions {
+  /// --dim NAME=N: binds a symbolic dim everywhere it appears.
+  std::vector<std::pair<std::string, int64_t>> DimBindings;
+  /// --input-shape NAME=AxBxC: replaces a graph input's shape.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> InputShapes;
+  bool InferShapes = true;
+  LeanReadOptions Lean;
+};
+
+/// Loads a binary .onnx, a textual .onnxtxt, or "-" (stdin, either form).
+/// Errors name the file; warnings (missing external data, shapes left
+/// unknown, relaxed shape inference) go to Diags.
+llvm::Expected<std::unique_ptr<Model>>
+loadModel(llvm::StringRef Path, const LoadOptions &Opts, DiagnosticEngine &Diags);
+
+/// Parses "NAME=N" for --dim.
+llvm::Expected<std::pair<std::string, int64_t>> parseDimBinding(llvm::StringRef S);
+/// Parses "NAME=1x3x224x224" for --input-shape.
+llvm::Expected<std::pair<std::string, std::vector<int64_t>>>
+parseInputShape(llvm::StringRef S);
+
+} // namespace ridge
+
+#endif

@@ -1,0 +1,115 @@
+//===- PassManager.h - Passes, cached analyses, pipelines -------*- C++ -*-===//
+//
+// The vocabulary of LLVM's new pass manager on ridge's Model, with run()
+// returning llvm::Error (MLIR's signalPassFailure, in Error form):
+//  - an analysis is a type with `using Result` and a static
+//    `Expected<Result> run(Model &, AnalysisManager &)`; getResult<A>()
+//    computes it on first use and caches it, getCachedResult<A>() never
+//    computes;
+//  - a pass is a named object whose run() may read analyses and print.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_ANALYZER_PASSMANAGER_H
+#define RIDGE_ANALYZER_PASSMANAGER_H
+
+#include "analyzer/Config.h"
+#include "analyzer/Diagnostics.h"
+#include "analyzer/IR.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/Timer.h"
+#include <memory>
+#include <vector>
+
+namespace ridge {
+
+class AnalysisManager {
+public:
+  AnalysisManager(Model &M, const Config &C, DiagnosticEngine &D);
+  ~AnalysisManager();
+
+  /// The analysis' result, computed now if not cached.
+  template <typename A> llvm::Expected<typename A::Result &> getResult() {
+    if (auto *R = getCachedResult<A>())
+      return *R;
+    llvm::Expected<typename A::Result> R = [&] {
+      TimeScope T(*this, A::Name);
+      return A::run(M, *this);
+    }();
+    if (!R)
+      return R.takeError();
+    auto *Holder = new ResultHolder<typename A::Result>(std::move(*R));
+    Results[key<A>()].reset(Holder);
+    return Holder->Value;
+  }
+
+  /// The cached result, or nullptr: never computes.
+  template <typename A> typename A::Result *getCachedResult() {
+    auto It = Results.find(key<A>());
+    if (It == Results.end())
+      return nullptr;
+    return &static_cast<ResultHolder<typename A::Result> *>(It->second.get())->Value;
+  }
+
+  void invalidateAll() { Results.clear(); }
+
+  Model &model() { return M; }
+  const Config &config() const { return C; }
+  DiagnosticEngine &diags() { return D; }
+
+  /// Times a region under Name when --time-passes is on.
+  class TimeScope {
+  public:
+    TimeScope(AnalysisManager &AM, llvm::StringRef Name);
+    ~TimeScope();
+
+  private:
+    llvm::Timer *T = nullptr;
+  };
+
+private:
+  struct ResultBase {
+    virtual ~ResultBase() = default;
+  };
+  template <typename R> struct ResultHolder : ResultBase {
+    explicit ResultHolder(R &&V) : Value(std::move(V)) {}
+    R Value;
+  };
+  template <typename A> static const void *key() {
+    static char K;
+    return &K;
+  }
+
+  Model &M;
+  const Config &C;
+  DiagnosticEngine &D;
+  llvm::DenseMap<const void *, std::unique_ptr<ResultBase>> Results;
+  std::unique_ptr<llvm::TimerGroup> Timers;
+  llvm::StringMap<std::unique_ptr<llvm::Timer>> TimerByName;
+};
+
+class Pass {
+public:
+  virtual ~Pass();
+  virtual llvm::StringRef name() const = 0;
+  virtual llvm::Error run(Model &M, AnalysisManager &AM) = 0;
+};
+
+class PassManager {
+public:
+  void addPass(std::unique_ptr<Pass> P) { Passes.push_back(std::move(P)); }
+  /// Runs the passes in order; stops at the first error. Honors
+  /// Config::PrintAfter.
+  llvm::Error run(Model &M, AnalysisManager &AM);
+  bool empty() const { return Passes.empty(); }
+
+private:
+  std::vector<std::unique_ptr<Pass>> Passes;
+};
+
+/// Writes the IR in ridge's stable text form (topological order).
+void printModel(const Model &M, llvm::raw_ostream &OS);
+
+} // namespace ridge
+
+#endif

@@ -1,0 +1,137 @@
+//===- ridge.cpp - The ridge command-line driver --------------------------===//
+//
+// Parses options, loads the model, builds the pipeline for the subcommand,
+// runs it, prints diagnostics. Nothing else lives here.
+//
+//===----------------------------------------------------------------------===//
+#include "analyzer/Loader.h"
+#include "passes/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace ridge;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory RidgeCat("ridge options");
+
+static cl::SubCommand PrintCmd("print", "Print the IR with inferred shapes");
+static cl::SubCommand AnalyzeCmd(
+    "analyze", "Summarize a model: interface, nodes by op type, parameters");
+static cl::SubCommand RunCmd("run", "Run the pass pipeline given by --passes");
+
+#define MODEL_SUBS cl::sub(PrintCmd), cl::sub(AnalyzeCmd), cl::sub(RunCmd)
+
+static cl::opt<std::string> ModelPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx|model.onnxtxt|->"),
+                                      MODEL_SUBS, cl::cat(RidgeCat));
+static cl::list<std::string>
+    DimBindings("dim", cl::desc("Bind a symbolic dim: --dim batch=32 (repeatable)"),
+                cl::value_desc("NAME=N"), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::list<std::string> InputShapes(
+    "input-shape",
+    cl::desc("Set a graph input's shape: --input-shape input=1x3x224x224"),
+    cl::value_desc("NAME=AxBxC"), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<bool> NoShapeInference(
+    "no-shape-inference", cl::desc("Skip ONNX shape inference (use shapes stored in the file)"),
+    MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<OutputFormat> Format(
+    "format", cl::desc("Output format"), cl::init(OutputFormat::Text),
+    cl::values(clEnumValN(OutputFormat::Text, "text", "human-readable table"),
+               clEnumValN(OutputFormat::Json, "json", "JSON (versioned schema)"),
+               clEnumValN(OutputFormat::Csv, "csv", "CSV")),
+    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
+static cl::opt<std::string> OutputPath("o", cl::desc("Write output to FILE (default: stdout)"),
+                                       cl::value_desc("FILE"), cl::init("-"),
+                                       MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<std::string>
+    Passes("passes", cl::desc("Comma-separated pass pipeline (see --list-passes)"),
+           cl::sub(RunCmd), cl::cat(RidgeCat));
+static cl::opt<std::string>
+    PrintAfter("print-after", cl::desc("Print the IR after the named pass ('all': after each)"),
+               cl::value_desc("PASS"), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<bool> TimePasses("timing",
+                                cl::desc("Report the wall time of each pass and analysis on stderr"),
+                                MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<bool> ListPasses("list-passes", cl::desc("List the passes --passes accepts"),
+                                cl::cat(RidgeCat));
+
+static int fail(llvm::Error E) {
+  llvm::WithColor::error(llvm::errs(), "ridge") << llvm::toString(std::move(E)) << '\n';
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM X(argc, argv);
+  cl::SetVersionPrinter([](llvm::raw_ostream &OS) {
+    OS << "ridge " << RIDGE_VERSION << " (ONNX 1.12 opsets up to 17 inferred, LLVM "
+       << LLVM_VERSION_STRING << ")\n";
+  });
+  for (cl::SubCommand *S : {&cl::SubCommand::getTopLevel(), &PrintCmd, &AnalyzeCmd, &RunCmd})
+    cl::HideUnrelatedOptions(RidgeCat, *S);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "ridge: training cost, roofline and parallelism analysis of ONNX models\n\n"
+      "  ridge analyze MODEL     summary of the model\n"
+      "  ridge print MODEL       the IR with inferred shapes\n"
+      "  ridge run MODEL --passes=a,b\n");
+
+  if (ListPasses) {
+    llvm::outs() << "passes:\n";
+    printPassList(llvm::outs());
+    return 0;
+  }
+  if (!PrintCmd && !AnalyzeCmd && !RunCmd) {
+    llvm::errs() << "ridge: error: no subcommand given (try 'ridge --help')\n";
+    return 1;
+  }
+
+  LoadOptions LO;
+  LO.InferShapes = !NoShapeInference;
+  for (const auto &S : DimBindings) {
+    auto B = parseDimBinding(S);
+    if (!B)
+      return fail(B.takeError());
+    LO.DimBindings.push_back(*B);
+  }
+  for (const auto &S : InputShapes) {
+    auto B = parseInputShape(S);
+    if (!B)
+      return fail(B.takeError());
+    LO.InputShapes.push_back(*B);
+  }
+
+  PassManager PM;
+  std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "print<summary>" : Passes.getValue();
+  if (RunCmd && Passes.empty())
+    return fail(usageError("run: --passes is required (see --list-passes)"));
+  if (llvm::Error E = parsePipeline(Pipeline, PM))
+    return fail(std::move(E));
+
+  DiagnosticEngine Diags;
+  auto M = loadModel(ModelPath, LO, Diags);
+  Diags.flush(llvm::errs());
+  if (!M)
+    return fail(M.takeError());
+
+  std::error_code EC;
+  llvm::raw_fd_ostream Out(OutputPath, EC, llvm::sys::fs::OF_None);
+  if (EC)
+    return fail(fileError(OutputPath, EC.message()));
+  Config C;
+  C.Out = &Out;
+  C.Format = Format;
+  C.Color = OutputPath == "-" && Out.has_colors();
+  C.PrintAfter = PrintAfter;
+  C.TimePasses = TimePasses;
+  int RC = 0;
+  {
+    AnalysisManager AM(**M, C, Diags);
+    if (llvm::Error E = PM.run(**M, AM))
+      RC = fail(std::move(E));
+    Diags.flush(llvm::errs());
+  }
+  return RC;
+}
