@@ -20,7 +20,6 @@ struct Config {
   OutputFormat Format = OutputFormat::Text;
   bool Color = false;         ///< ANSI colors in text tables
   std::string PrintAfter;     ///< print the IR after this pass ("all": each)
-  bool TimePasses = false;    ///< per-pass wall time to stderr
 };
 
 } // namespace ridge

@@ -197,6 +197,7 @@ void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
 llvm::Expected<std::unique_ptr<Model>>
 ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
                  DiagnosticEngine &Diags) {
+  std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer, "load: read file");
   auto BufOrErr = Path == "-" ? llvm::MemoryBuffer::getSTDIN()
                               : llvm::MemoryBuffer::getFile(
                                     Path, /*IsText=*/false,
@@ -207,6 +208,7 @@ ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
 
   onnx::ModelProto Proto;
   uint64_t Skipped = 0;
+  Phase.emplace(Opts.Timer, "load: parse");
   if (looksLikeText(Path, Bytes)) {
     if (Error E = parseText(Path, Bytes, Proto))
       return E;
@@ -215,8 +217,11 @@ ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
   }
   if (Error E = applyBindings(Path, Proto, Opts))
     return E;
-  if (Opts.InferShapes)
+  if (Opts.InferShapes) {
+    Phase.emplace(Opts.Timer, "load: ONNX shape inference");
     inferShapes(Path, Proto, Diags);
+  }
+  Phase.emplace(Opts.Timer, "load: import to IR");
 
   llvm::SmallString<256> Dir(Path == "-" ? "." : Path);
   llvm::sys::path::remove_filename(Dir);

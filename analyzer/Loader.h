@@ -5,6 +5,7 @@
 #include "analyzer/Diagnostics.h"
 #include "analyzer/IR.h"
 #include "analyzer/LeanReader.h"
+#include "analyzer/Timing.h"
 #include "llvm/Support/Error.h"
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@ struct LoadOptions {
   std::vector<std::pair<std::string, std::vector<int64_t>>> InputShapes;
   bool InferShapes = true;
   LeanReadOptions Lean;
+  Timing *Timer = nullptr; ///< --timing: phases "read", "parse", ...
 };
 
 /// Loads a binary .onnx, a textual .onnxtxt, or "-" (stdin, either form).

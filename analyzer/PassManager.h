@@ -15,9 +15,9 @@
 #include "analyzer/Config.h"
 #include "analyzer/Diagnostics.h"
 #include "analyzer/IR.h"
+#include "analyzer/Timing.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/Timer.h"
 #include <memory>
 #include <vector>
 
@@ -25,15 +25,16 @@ namespace ridge {
 
 class AnalysisManager {
 public:
-  AnalysisManager(Model &M, const Config &C, DiagnosticEngine &D);
-  ~AnalysisManager();
+  AnalysisManager(Model &M, const Config &C, DiagnosticEngine &D,
+                  Timing *T = nullptr)
+      : M(M), C(C), D(D), T(T) {}
 
   /// The analysis' result, computed now if not cached.
   template <typename A> llvm::Expected<typename A::Result &> getResult() {
     if (auto *R = getCachedResult<A>())
       return *R;
     llvm::Expected<typename A::Result> R = [&] {
-      TimeScope T(*this, A::Name);
+      Timing::Scope S(T, A::Name);
       return A::run(M, *this);
     }();
     if (!R)
@@ -57,15 +58,7 @@ public:
   const Config &config() const { return C; }
   DiagnosticEngine &diags() { return D; }
 
-  /// Times a region under Name when --time-passes is on.
-  class TimeScope {
-  public:
-    TimeScope(AnalysisManager &AM, llvm::StringRef Name);
-    ~TimeScope();
-
-  private:
-    llvm::Timer *T = nullptr;
-  };
+  Timing *timing() { return T; }
 
 private:
   struct ResultBase {
@@ -83,9 +76,8 @@ private:
   Model &M;
   const Config &C;
   DiagnosticEngine &D;
+  Timing *T;
   llvm::DenseMap<const void *, std::unique_ptr<ResultBase>> Results;
-  std::unique_ptr<llvm::TimerGroup> Timers;
-  llvm::StringMap<std::unique_ptr<llvm::Timer>> TimerByName;
 };
 
 class Pass {

@@ -110,6 +110,8 @@ int main(int argc, char **argv) {
   if (llvm::Error E = parsePipeline(Pipeline, PM))
     return fail(std::move(E));
 
+  Timing Timer(TimePasses);
+  LO.Timer = &Timer;
   DiagnosticEngine Diags;
   auto M = loadModel(ModelPath, LO, Diags);
   Diags.flush(llvm::errs());
@@ -125,10 +127,9 @@ int main(int argc, char **argv) {
   C.Format = Format;
   C.Color = OutputPath == "-" && Out.has_colors();
   C.PrintAfter = PrintAfter;
-  C.TimePasses = TimePasses;
   int RC = 0;
   {
-    AnalysisManager AM(**M, C, Diags);
+    AnalysisManager AM(**M, C, Diags, &Timer);
     if (llvm::Error E = PM.run(**M, AM))
       RC = fail(std::move(E));
     Diags.flush(llvm::errs());

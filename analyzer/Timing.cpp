@@ -1,0 +1,29 @@
+//===- Timing.cpp - Wall time per loader phase, pass and analysis ---------===//
+#include "analyzer/Timing.h"
+
+using namespace ridge;
+
+Timing::Timing(bool Enabled) {
+  if (Enabled)
+    Group = std::make_unique<llvm::TimerGroup>("ridge", "ridge phase, pass and analysis timing");
+}
+
+Timing::~Timing() {
+  Timers.clear(); // timers report into the group before it prints
+  Group.reset();
+}
+
+Timing::Scope::Scope(Timing *T, llvm::StringRef Name) {
+  if (!T || !T->Group)
+    return;
+  auto &Slot = T->Timers[Name];
+  if (!Slot)
+    Slot = std::make_unique<llvm::Timer>(Name, Name, *T->Group);
+  Tm = Slot.get();
+  Tm->startTimer();
+}
+
+Timing::Scope::~Scope() {
+  if (Tm)
+    Tm->stopTimer();
+}
