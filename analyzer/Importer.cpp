@@ -25,8 +25,12 @@ public:
 
   Error importGraph(const onnx::GraphProto &GP, Graph &G,
                     const std::map<std::string, int64_t> &Opsets);
+  /// One warning per missing external file, not one per initializer (a
+  /// generated model can have hundreds of thousands).
+  void reportMissingExternal();
 
 private:
+  std::map<std::string, std::pair<std::string, size_t>> MissingExternal;
   Model &M;
   llvm::StringRef File;
   llvm::StringRef ModelDir;
@@ -148,10 +152,12 @@ Error Importer::importInitializer(
   if (T.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
     if (Error E = checkExternalData(T, *V->Init))
       return E;
-  if (V->Init->LocationMissing)
-    Diags.warn(File, formatv("initializer '{0}': external data file '{1}' not "
-                             "found; ridge needs only its shape",
-                             T.name(), V->Init->Location));
+  if (V->Init->LocationMissing) {
+    auto &Seen = MissingExternal[V->Init->Location];
+    if (Seen.first.empty())
+      Seen.first = T.name();
+    ++Seen.second;
+  }
   // Keep small integer contents (shape vectors, axes) for shape rules.
   if (T.data_type() == onnx::TensorProto_DataType_INT64 &&
       T.int64_data_size() > 0 && T.int64_data_size() <= 64)
@@ -413,6 +419,21 @@ Error Importer::sortTopologically(Graph &G) {
   return Error::success();
 }
 
+void Importer::reportMissingExternal() {
+  for (const auto &[Location, FirstAndCount] : MissingExternal) {
+    if (FirstAndCount.second == 1)
+      Diags.warn(File, formatv("initializer '{0}': external data file '{1}' "
+                               "not found; ridge needs only its shape",
+                               FirstAndCount.first, Location));
+    else
+      Diags.warn(File, formatv("external data file '{0}' not found ({1} "
+                               "initializers, the first '{2}'); ridge needs "
+                               "only their shapes",
+                               Location, FirstAndCount.second,
+                               FirstAndCount.first));
+  }
+}
+
 } // namespace
 
 llvm::Expected<std::unique_ptr<Model>>
@@ -471,5 +492,6 @@ ridge::importModel(const onnx::ModelProto &Proto, llvm::StringRef File,
   M->Main = std::make_unique<Graph>();
   if (Error E = I.importGraph(Proto.graph(), *M->Main, M->Opsets))
     return E;
+  I.reportMissingExternal();
   return M;
 }
