@@ -8,8 +8,11 @@
 #ifndef RIDGE_ANALYZER_CONFIG_H
 #define RIDGE_ANALYZER_CONFIG_H
 
+#include "analyzer/DType.h"
 #include "llvm/Support/raw_ostream.h"
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace ridge {
 
@@ -20,6 +23,20 @@ struct Config {
   OutputFormat Format = OutputFormat::Text;
   bool Color = false;         ///< ANSI colors in text tables
   std::string PrintAfter;     ///< print the IR after this pass ("all": each)
+
+  // Cost model.
+  /// --dtype: element type of floating-point tensors during training
+  /// (bf16 mixed precision keeps fp32 master weights and optimizer state).
+  std::optional<DType> ComputeDType;
+  /// Graph inputs that are trained (by default only initializers are).
+  std::vector<std::string> TrainableInputs;
+  /// --trip-count: iterations of loops whose count the graph does not fix.
+  std::optional<int64_t> TripCount;
+  bool Strict = false; ///< an unmodeled op is an error
+
+  // Report.
+  std::string Sort = "flops"; ///< flops | bytes | time | name | order
+  unsigned Top = 0;           ///< rows of the per-op table (0: all)
 };
 
 } // namespace ridge

@@ -1,5 +1,6 @@
 //===- GraphSummary.cpp - Nodes by op type, parameters, interface ---------===//
 #include "passes/GraphSummary.h"
+#include "passes/Format.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -44,16 +45,6 @@ llvm::Expected<GraphSummaryResult> GraphSummaryAnalysis::run(Model &M,
 }
 
 namespace {
-
-std::string withCommas(double X) {
-  std::string S = llvm::formatv("{0:F0}", X).str();
-  int Pos = static_cast<int>(S.size()) - 3;
-  while (Pos > 0 && S[Pos - 1] != '-') {
-    S.insert(Pos, ",");
-    Pos -= 3;
-  }
-  return S;
-}
 
 llvm::json::Array valuesJson(llvm::ArrayRef<Value *> Vs, bool SkipInits) {
   llvm::json::Array A;

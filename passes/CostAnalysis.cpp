@@ -1,0 +1,248 @@
+//===- CostAnalysis.cpp - Cost every node, forward and backward -----------===//
+//
+// 1. Which values need a gradient: trainable initializers (floating-point
+//    ones fed to a differentiable input) and --trainable-input graph inputs,
+//    then forward along differentiable inputs in topological order.
+// 2. Each node's rule from OpCosts.def, with the inputs that need gradients.
+// 3. Control flow: If counts its costlier branch (by FLOPs), Loop and Scan
+//    their body times the trip count; an unknown trip count counts the body
+//    once and marks the loop unmodeled.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/CostModel.h"
+#include <map>
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace ridge;
+using llvm::formatv;
+
+namespace {
+
+class CostWalker {
+public:
+  CostWalker(const Model &M, const Config &Cfg, CostResult &R)
+      : M(M), Cfg(Cfg), R(R) {
+    if (Cfg.ComputeDType)
+      FloatBytes = dtypeBytes(*Cfg.ComputeDType);
+  }
+
+  void markTrainable(const Graph &G);
+  void walk(const Graph &G, double Multiplier);
+  void finish();
+
+private:
+  const Model &M;
+  const Config &Cfg;
+  CostResult &R;
+  std::optional<double> FloatBytes;
+  llvm::DenseSet<const Value *> NeedsGrad;
+  llvm::DenseSet<const Value *> Trainable;
+  std::map<std::string, size_t> Unmodeled;
+
+  bool differentiable(const Node &N, unsigned I) const {
+    const OpRule *Rule = findOpRule(N.Domain, N.OpType);
+    return !(Rule && I < 32 && (Rule->NonDiffInputs >> I) & 1);
+  }
+  void costNode(const Node &N, double Multiplier);
+  std::optional<double> tripCount(const Node &N, bool &Known);
+  double branchFlops(const Graph &G);
+};
+
+void CostWalker::markTrainable(const Graph &G) {
+  G.walk([&](const Node &N) {
+    for (unsigned I = 0; I < N.Inputs.size(); ++I) {
+      const Value *V = N.Inputs[I];
+      if (V && V->isInitializer() && isFloatingPoint(V->Elem) && differentiable(N, I))
+        Trainable.insert(V);
+    }
+  });
+  for (const Value *V : G.Inputs)
+    if (llvm::is_contained(Cfg.TrainableInputs, V->Name) && isFloatingPoint(V->Elem))
+      Trainable.insert(V);
+  for (const Value *V : Trainable) {
+    NeedsGrad.insert(V);
+    R.TrainableParams += V->numElements().value_or(0);
+  }
+  auto CountFrozen = [&](const Graph &Gr) {
+    for (const Value *V : Gr.Initializers)
+      if (!Trainable.count(V))
+        R.FrozenInitElements += V->numElements().value_or(0);
+  };
+  CountFrozen(G);
+  G.walk([&](const Node &N) {
+    for (const Graph *Sub : N.subgraphs())
+      CountFrozen(*Sub);
+  });
+}
+
+std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
+  Known = false;
+  if (N.OpType == "Loop") {
+    if (const Value *Max = N.input(0))
+      if (Max->IntData && Max->IntData->size() == 1) {
+        Known = true;
+        return double((*Max->IntData)[0]);
+      }
+    if (Cfg.TripCount) {
+      Known = true;
+      return double(*Cfg.TripCount);
+    }
+    return std::nullopt;
+  }
+  // Scan: the scan axis of the first scan input (opset 8 has batch first).
+  int64_t NumScan = N.attrInt("num_scan_inputs", 0);
+  size_t First = N.Inputs.size() - std::min<size_t>(NumScan, N.Inputs.size());
+  if (NumScan <= 0 || First >= N.Inputs.size() || !N.Inputs[First] ||
+      !N.Inputs[First]->Shp)
+    return std::nullopt;
+  int64_t Axis = N.OpsetVersion < 9 ? 1 : 0;
+  if (auto Axes = N.attrInts("scan_input_axes"); Axes && !Axes->empty())
+    Axis = (*Axes)[0];
+  const Shape &S = *N.Inputs[First]->Shp;
+  if (Axis < 0)
+    Axis += S.rank();
+  if (Axis < 0 || Axis >= int64_t(S.rank()) || !S.Dims[Axis].isKnown())
+    return std::nullopt;
+  Known = true;
+  return double(S.Dims[Axis].Extent);
+}
+
+/// Forward FLOPs of a branch, to pick the costlier one. Costs it into a
+/// scratch result so nothing is recorded twice.
+double CostWalker::branchFlops(const Graph &G) {
+  CostResult Scratch;
+  CostWalker W(M, Cfg, Scratch);
+  W.NeedsGrad = NeedsGrad;
+  W.walk(G, 1);
+  return Scratch.Fwd.Flops;
+}
+
+void CostWalker::walk(const Graph &G, double Multiplier) {
+  for (const auto &NP : G.Nodes) {
+    const Node &N = *NP;
+    llvm::SmallVector<Graph *, 2> Subs = N.subgraphs();
+    if (!Subs.empty()) {
+      // Body inputs that stand for node inputs carry their gradient flag.
+      for (Graph *Sub : Subs)
+        for (size_t K = 0; K < Sub->Inputs.size(); ++K) {
+          size_t NodeIdx = N.OpType == "Loop" ? K : K;
+          if ((N.OpType == "Loop" && K < 2) || NodeIdx >= N.Inputs.size())
+            continue;
+          if (N.Inputs[NodeIdx] && NeedsGrad.count(N.Inputs[NodeIdx]))
+            NeedsGrad.insert(Sub->Inputs[K]);
+        }
+      if (N.OpType == "If" && Subs.size() == 2) {
+        double A = branchFlops(*Subs[0]), B = branchFlops(*Subs[1]);
+        walk(*Subs[0], A >= B ? Multiplier : 0);
+        walk(*Subs[1], A >= B ? 0 : Multiplier);
+      } else {
+        bool Known = false;
+        std::optional<double> Trips = N.OpType == "If" ? std::optional<double>(1.0)
+                                                      : tripCount(N, Known);
+        for (Graph *Sub : Subs)
+          walk(*Sub, Multiplier * Trips.value_or(1));
+      }
+    }
+    costNode(N, Multiplier);
+  }
+}
+
+void CostWalker::costNode(const Node &N, double Multiplier) {
+  NodeCost NC;
+  NC.N = &N;
+  NC.Multiplier = Multiplier;
+  CostContext C{N, {}, FloatBytes};
+  for (unsigned I = 0; I < N.Inputs.size(); ++I)
+    C.InputNeedsGrad.push_back(N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) &&
+                               differentiable(N, I));
+  // Gradients flow on: an output needs one if any differentiable input does.
+  bool AnyGrad = C.anyGrad();
+  if (!AnyGrad)
+    for (Graph *Sub : N.subgraphs())
+      for (const Value *V : Sub->Outputs)
+        AnyGrad |= NeedsGrad.count(V) > 0;
+  if (AnyGrad)
+    for (const Value *V : N.Outputs)
+      if (V && isFloatingPoint(V->Elem))
+        NeedsGrad.insert(V);
+  NC.NeedsBackward = C.anyGrad();
+
+  const OpRule *Rule = findOpRule(N.Domain, N.OpType);
+  if (!Rule) {
+    NC.Unmodeled = "no cost rule";
+    if (const Function *F = M.findFunction(N.Domain, N.OpType))
+      NC.Unmodeled = "call of model-local function " + F->Domain + "." + F->Name +
+                     " (not inlined)";
+  } else {
+    applyRule(*Rule, C, NC);
+  }
+  if ((N.OpType == "Loop" || N.OpType == "Scan") && N.Domain.empty()) {
+    bool Known = false;
+    tripCount(N, Known);
+    if (!Known)
+      NC.Unmodeled = N.OpType == "Loop"
+                         ? "trip count unknown: body counted once (pass --trip-count N)"
+                         : "scan length unknown: body counted once";
+  }
+  NC.Modeled = NC.Unmodeled.empty();
+  if (NC.Modeled) {
+    ++R.ModeledNodes;
+    R.Fwd += NC.Fwd * Multiplier;
+    R.Bwd += NC.Bwd * Multiplier;
+  } else {
+    ++R.UnmodeledNodes;
+    ++Unmodeled[(N.domainName() == "ai.onnx" ? N.OpType : N.Domain + "." + N.OpType) +
+                " (" + NC.Unmodeled + ")"];
+    for (const Value *V : N.Outputs)
+      if (V)
+        R.UnmodeledFlopsEstimate += V->numElements().value_or(0) * Multiplier;
+    // An op that cannot be costed contributes nothing it could be wrong
+    // about: its partial numbers are dropped, not summed.
+    NC.Fwd = NC.Bwd = PhaseCost();
+    NC.Saved.clear();
+    NC.SavedBytes = 0;
+  }
+  R.Nodes.push_back(std::move(NC));
+}
+
+void CostWalker::finish() {
+  // Saved activations: each distinct tensor once (Relu's output is also the
+  // next MatMul's input), initializers excluded (they are parameters).
+  llvm::DenseMap<const Value *, double> Distinct;
+  for (const NodeCost &NC : R.Nodes) {
+    R.SavedActivationBytes += NC.SavedBytes * NC.Multiplier;
+    for (const Value *V : NC.Saved)
+      if (!V->isInitializer()) {
+        double &Mult = Distinct[V];
+        Mult = std::max(Mult, NC.Multiplier);
+      }
+  }
+  for (const auto &[V, Mult] : Distinct) {
+    double B = V->numElements().value_or(0) *
+               (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
+    R.SavedActivationBytes += B * Mult;
+  }
+  for (const auto &[What, Count] : Unmodeled)
+    R.UnmodeledOps.emplace_back(What, Count);
+  std::sort(R.UnmodeledOps.begin(), R.UnmodeledOps.end(), [](auto &A, auto &B) {
+    return A.second != B.second ? A.second > B.second : A.first < B.first;
+  });
+}
+
+} // namespace
+
+llvm::Expected<CostResult> CostAnalysis::run(Model &M, AnalysisManager &AM) {
+  CostResult R;
+  CostWalker W(M, AM.config(), R);
+  W.markTrainable(*M.Main);
+  W.walk(*M.Main, 1);
+  W.finish();
+  if (AM.config().Strict && R.UnmodeledNodes) {
+    std::string List;
+    for (const auto &[What, Count] : R.UnmodeledOps)
+      List += formatv("\n  {0} x{1}", What, Count).str();
+    return fileError(M.Path, formatv("--strict: {0} node(s) cannot be costed:{1}",
+                                     R.UnmodeledNodes, List));
+  }
+  return R;
+}

@@ -1,0 +1,140 @@
+//===- CostModel.h - Per-node FLOPs, bytes, backward, saved activations -*- C++ -*-===//
+//
+// Conventions (README "Counting conventions" says the same to users):
+//  - FLOP: one floating-point add or multiply; a multiply-accumulate is 2.
+//    MACs are reported too for matrix products and convolutions.
+//  - Transcendentals (exp, log, tanh, erf, sqrt, reciprocal, pow, sin, cos,
+//    sigmoid's exp) are counted apart from FLOPs, as XLA's HloCostAnalysis
+//    does.
+//  - Bytes: the minimum an unfused kernel moves: each input read once, each
+//    output written once, at its element size; view ops move nothing.
+//  - Backward: for each input that needs a gradient (on a path from a
+//    trainable initializer or trainable graph input; never integer tensors,
+//    shapes, indices), its gradient; plus what the op saves for it.
+//  - Training step semantics: BatchNormalization and Dropout are costed in
+//    training mode whatever the exported graph says.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_COSTMODEL_H
+#define RIDGE_PASSES_COSTMODEL_H
+
+#include "analyzer/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+/// Amounts for one phase (forward or backward) of one node.
+struct PhaseCost {
+  double Flops = 0;
+  double Macs = 0; ///< multiply-accumulates of matrix products/convolutions
+  double Transcendentals = 0;
+  double Bytes = 0; ///< memory traffic of an unfused kernel
+
+  PhaseCost &operator+=(const PhaseCost &O) {
+    Flops += O.Flops;
+    Macs += O.Macs;
+    Transcendentals += O.Transcendentals;
+    Bytes += O.Bytes;
+    return *this;
+  }
+  PhaseCost operator*(double K) const {
+    return {Flops * K, Macs * K, Transcendentals * K, Bytes * K};
+  }
+};
+
+struct NodeCost {
+  const Node *N = nullptr;
+  bool Modeled = false;
+  std::string Unmodeled;  ///< why not, when !Modeled
+  PhaseCost Fwd, Bwd;
+  double SavedBytes = 0;  ///< extra tensors kept for backward (masks, stats)
+  /// Activations (node inputs/outputs) kept for backward; deduplicated
+  /// across nodes when totals are taken.
+  llvm::SmallVector<const Value *, 2> Saved;
+  double Multiplier = 1;  ///< loop trip counts; 0 for an If branch not taken
+  bool NeedsBackward = false;
+};
+
+/// Formula helpers, each with its formula; unit-tested.
+namespace formulas {
+/// MatMul [..., M, K] x [..., K, N]: MACs = batch * M * N * K.
+double matmulMacs(double Batch, double M, double N, double K);
+/// Conv: MACs = N * Cout * prod(out spatial) * (Cin / group) * prod(kernel).
+/// Every tap is counted, padding included, as dense kernels execute them
+/// (torch's flop counter and published tables count the same).
+double convMacs(double BatchN, double Cout, double OutSpatial, double CinPerGroup,
+                double KernelSpatial);
+} // namespace formulas
+
+struct CostResult {
+  std::vector<NodeCost> Nodes; ///< main graph then subgraphs, topological
+  PhaseCost Fwd, Bwd;          ///< totals, multipliers applied
+  double SavedActivationBytes = 0; ///< distinct saved tensors + extras
+  size_t ModeledNodes = 0, UnmodeledNodes = 0;
+  /// FLOPs of unmodeled nodes estimated at one per output element: the
+  /// denominator of the FLOP coverage figure, never added to totals.
+  double UnmodeledFlopsEstimate = 0;
+  /// (op, reason) -> count
+  std::vector<std::pair<std::string, size_t>> UnmodeledOps;
+  double TrainableParams = 0;  ///< elements of trainable initializers
+  double FrozenInitElements = 0;
+};
+
+struct CostAnalysis {
+  using Result = CostResult;
+  static constexpr const char *Name = "cost";
+  static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
+};
+
+/// Everything a cost rule sees about one node.
+struct CostContext {
+  const Node &N;
+  /// Per input: does it need a gradient (false for omitted inputs).
+  llvm::SmallVector<bool, 4> InputNeedsGrad;
+  /// Element size override for floating-point tensors (--dtype), in bytes.
+  std::optional<double> FloatBytes;
+
+  bool anyGrad() const {
+    for (bool B : InputNeedsGrad)
+      if (B)
+        return true;
+    return false;
+  }
+  bool needsGrad(unsigned I) const {
+    return I < InputNeedsGrad.size() && InputNeedsGrad[I];
+  }
+  /// Bytes of V at the analysis' element sizes (V's shape must be known).
+  double bytes(const Value *V) const;
+  double elemBytes(const Value *V) const;
+  double elems(const Value *V) const { return V ? V->numElements().value_or(0) : 0; }
+};
+
+/// A cost rule fills Fwd, Bwd (when C.anyGrad()), Saved/SavedBytes, or
+/// sets Unmodeled with the reason.
+using CostRuleFn = void (*)(const CostContext &C, NodeCost &Out);
+
+struct OpRule {
+  const char *Domain;
+  const char *Name;
+  CostRuleFn Fn;
+  /// Bit i set: input i never carries a gradient (shapes, indices, axes,
+  /// running statistics).
+  uint32_t NonDiffInputs;
+};
+
+/// Runs Rule on C into Out: checks first that the shapes it needs are known
+/// (view, metadata and control-flow rules need none), else sets Unmodeled.
+void applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out);
+
+/// The rule for (domain, op type), or nullptr when ridge has none.
+const OpRule *findOpRule(llvm::StringRef Domain, llvm::StringRef OpType);
+/// Every rule in the table, for --list-ops and the coverage tests.
+llvm::ArrayRef<OpRule> allOpRules();
+
+} // namespace ridge
+
+#endif

@@ -1,0 +1,1112 @@
+//===- CostRules.cpp - The per-op cost formulas behind OpCosts.def --------===//
+//
+// Defaults first (bytes = inputs read + outputs written; backward bytes =
+// output gradients read + saved tensors read + input gradients written), each
+// handler states only what differs, with its formula beside it.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/CostModel.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include <algorithm>
+#include <cmath>
+
+using namespace ridge;
+
+double formulas::matmulMacs(double Batch, double M, double N, double K) {
+  return Batch * M * N * K;
+}
+
+double formulas::convMacs(double BatchN, double Cout, double OutSpatial,
+                          double CinPerGroup, double KernelSpatial) {
+  return BatchN * Cout * OutSpatial * CinPerGroup * KernelSpatial;
+}
+
+double CostContext::elemBytes(const Value *V) const {
+  if (FloatBytes && isFloatingPoint(V->Elem))
+    return *FloatBytes;
+  return dtypeBytes(V->Elem);
+}
+
+double CostContext::bytes(const Value *V) const {
+  if (!V)
+    return 0;
+  return V->numElements().value_or(0) * elemBytes(V);
+}
+
+namespace {
+
+enum class Save { None, In, Out, Both, Other };
+
+double inBytes(const CostContext &C) {
+  double B = 0;
+  for (const Value *V : C.N.Inputs)
+    B += C.bytes(V);
+  return B;
+}
+
+double outBytes(const CostContext &C) {
+  double B = 0;
+  for (const Value *V : C.N.Outputs)
+    B += C.bytes(V);
+  return B;
+}
+
+/// Output-gradient bytes: every floating-point output's dY is read.
+double gradOutBytes(const CostContext &C) {
+  double B = 0;
+  for (const Value *V : C.N.Outputs)
+    if (V && isFloatingPoint(V->Elem))
+      B += C.bytes(V);
+  return B;
+}
+
+/// Input-gradient bytes: each input that needs a gradient gets one written.
+double gradInBytes(const CostContext &C) {
+  double B = 0;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
+    if (C.needsGrad(I))
+      B += C.bytes(C.N.Inputs[I]);
+  return B;
+}
+
+double savedValueBytes(const CostContext &C, const NodeCost &Out) {
+  double B = 0;
+  for (const Value *V : Out.Saved)
+    B += C.bytes(V);
+  return B + Out.SavedBytes;
+}
+
+/// The backward's default memory traffic, after Saved is filled.
+void defaultBwdBytes(const CostContext &C, NodeCost &Out) {
+  Out.Bwd.Bytes = gradOutBytes(C) + savedValueBytes(C, Out) + gradInBytes(C);
+}
+
+void save(NodeCost &Out, const Value *V) {
+  if (V && llvm::find(Out.Saved, V) == Out.Saved.end())
+    Out.Saved.push_back(V);
+}
+
+double outElems(const CostContext &C) { return C.elems(C.N.output(0)); }
+double inElems(const CostContext &C, unsigned I = 0) { return C.elems(C.N.input(I)); }
+
+/// Every present input and output needs a known shape, except
+/// sequence/optional-typed values (no tensor type).
+bool requireShapes(const CostContext &C, NodeCost &Out) {
+  auto Check = [&](const Value *V, const char *What) {
+    if (!V || V->hasKnownShape())
+      return true;
+    if (V->Elem == DType::Undefined && !V->Shp)
+      return true; // sequence or optional: no tensor shape to know
+    Out.Unmodeled = llvm::formatv("{0} '{1}' has unknown shape {2}", What,
+                                  V->Name, V->Shp ? V->Shp->str() : "(rank unknown)")
+                        .str();
+    return false;
+  };
+  for (const Value *V : C.N.Inputs)
+    if (!Check(V, "input"))
+      return false;
+  for (const Value *V : C.N.Outputs)
+    if (!Check(V, "output"))
+      return false;
+  return true;
+}
+
+void unmodeled(NodeCost &Out, const llvm::Twine &Why) { Out.Unmodeled = Why.str(); }
+
+//===-------------------------- element-wise ----------------------------===//
+
+void unaryRule(const CostContext &C, NodeCost &Out, double F, double T,
+               double BF, double BT, Save S) {
+  double N = outElems(C);
+  Out.Fwd.Flops = F * N;
+  Out.Fwd.Transcendentals = T * N;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  if (S == Save::In)
+    save(Out, C.N.input(0));
+  else if (S == Save::Out)
+    save(Out, C.N.output(0));
+  Out.Bwd.Flops = BF * N;
+  Out.Bwd.Transcendentals = BT * N;
+  defaultBwdBytes(C, Out);
+}
+
+void binaryRule(const CostContext &C, NodeCost &Out, double F, double T,
+                double BF, double BT, Save S) {
+  double N = outElems(C);
+  unsigned Present = 0;
+  for (const Value *V : C.N.Inputs)
+    Present += V != nullptr;
+  double Pairs = std::max(1u, Present > 0 ? Present - 1 : 0u);
+  Out.Fwd.Flops = F * N * Pairs;
+  Out.Fwd.Transcendentals = T * N * Pairs;
+  if (C.N.OpType == "Mean")
+    Out.Fwd.Flops += N; // the divide by the input count
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {
+    const Value *V = C.N.Inputs[I];
+    if (!V)
+      continue;
+    if (S == Save::Both)
+      save(Out, V);
+    if (!C.needsGrad(I))
+      continue;
+    // dIn_i = g(dY, ...) then summed back over the broadcast dims.
+    Out.Bwd.Flops += BF * N + (N - C.elems(V));
+    Out.Bwd.Transcendentals += BT * N;
+    if (S == Save::Other)
+      for (unsigned J = 0; J < C.N.Inputs.size(); ++J)
+        if (J != I)
+          save(Out, C.N.Inputs[J]);
+  }
+  defaultBwdBytes(C, Out);
+}
+
+void unaryNoGrad(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = outElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+}
+
+/// Comparisons and logic: one operation per output element.
+void compareNoGrad(const CostContext &C, NodeCost &Out) { unaryNoGrad(C, Out); }
+
+/// (De)quantize: scale, shift (zero point) and round/clamp per element.
+void quantize(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = 3 * outElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+}
+
+/// Where(c, a, b): one select per output element; each gradient is a select
+/// of dY plus the reduction back to a broadcast input's shape.
+void where(const CostContext &C, NodeCost &Out) {
+  double N = outElems(C);
+  Out.Fwd.Flops = N;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  for (unsigned I = 1; I < 3; ++I)
+    if (C.needsGrad(I))
+      Out.Bwd.Flops += N + (N - inElems(C, I));
+  defaultBwdBytes(C, Out);
+}
+
+//===------------------- matrix products, convolutions ------------------===//
+
+/// Forward MACs plus 2*MACs FLOPs; backward: dA = dY.B^T and dB = A^T.dY,
+/// each as many MACs as the forward.
+void productBackward(const CostContext &C, NodeCost &Out, double Macs,
+                     unsigned A, unsigned B) {
+  if (C.needsGrad(A)) {
+    Out.Bwd.Macs += Macs;
+    save(Out, C.N.input(B));
+  }
+  if (C.needsGrad(B)) {
+    Out.Bwd.Macs += Macs;
+    save(Out, C.N.input(A));
+  }
+  Out.Bwd.Flops += 2 * Out.Bwd.Macs;
+}
+
+/// MatMul [..., M, K] x [..., K, N] (numpy semantics, batch dims broadcast,
+/// 1-D operands promoted): MACs = batch * M * N * K, batch = out / (M * N).
+void matmul(const CostContext &C, NodeCost &Out) {
+  const Value *A = C.N.input(0), *B = C.N.input(1), *Y = C.N.output(0);
+  const Shape &SA = *A->Shp, &SB = *B->Shp;
+  if (SA.rank() == 0 || SB.rank() == 0)
+    return unmodeled(Out, "MatMul of a scalar");
+  double K = SA.Dims.back().Extent;
+  double M = SA.rank() >= 2 ? SA.Dims[SA.rank() - 2].Extent : 1;
+  double N = SB.rank() >= 2 ? SB.Dims.back().Extent : 1;
+  if (C.N.OpType == "FusedMatMul") {
+    if (C.N.attrInt("transA", 0) && SA.rank() >= 2)
+      std::swap(M, K);
+    if (C.N.attrInt("transB", 0) && SB.rank() >= 2)
+      N = SB.Dims[SB.rank() - 2].Extent;
+  }
+  double Batch = (M * N) > 0 ? C.elems(Y) / (M * N) : 0;
+  double Macs = formulas::matmulMacs(Batch, M, N, K);
+  Out.Fwd.Macs = Macs;
+  Out.Fwd.Flops = 2 * Macs;
+  if (C.N.OpType == "FusedMatMul" && C.N.attrFloat("alpha", 1.0) != 1.0)
+    Out.Fwd.Flops += C.elems(Y);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  productBackward(C, Out, Macs, 0, 1);
+  defaultBwdBytes(C, Out);
+}
+
+/// QLinearMatMul(a, a_scale, a_zp, b, ...): the product is inputs 0 and 3.
+void qlinearMatmul(const CostContext &C, NodeCost &Out) {
+  const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(3)->Shp;
+  if (SA.rank() == 0 || SB.rank() == 0)
+    return unmodeled(Out, "QLinearMatMul of a scalar");
+  double K = SA.Dims.back().Extent;
+  double M = SA.rank() >= 2 ? SA.Dims[SA.rank() - 2].Extent : 1;
+  double N = SB.rank() >= 2 ? SB.Dims.back().Extent : 1;
+  double Macs = formulas::matmulMacs(outElems(C) / std::max(1.0, M * N), M, N, K);
+  Out.Fwd.Macs = Macs;
+  Out.Fwd.Flops = 2 * Macs + 3 * outElems(C); // + requantize per output
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+}
+
+/// Gemm: Y = alpha * A' B' + beta * C, A' [M,K], B' [K,N].
+///   FLOPs = 2MNK (+ MN for alpha != 1) (+ MN add of C) (+ MN for beta != 1)
+///   backward: dA, dB MNK MACs each; dC = dY summed to C's shape.
+void gemm(const CostContext &C, NodeCost &Out) {
+  const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(1)->Shp;
+  if (SA.rank() != 2 || SB.rank() != 2)
+    return unmodeled(Out, "Gemm operands must be 2-D");
+  bool TA = C.N.attrInt("transA", 0), TB = C.N.attrInt("transB", 0);
+  double M = SA.Dims[TA ? 1 : 0].Extent, K = SA.Dims[TA ? 0 : 1].Extent;
+  double N = SB.Dims[TB ? 0 : 1].Extent;
+  double Alpha = C.N.attrFloat("alpha", 1.0), Beta = C.N.attrFloat("beta", 1.0);
+  const Value *Bias = C.N.input(2);
+  double Macs = formulas::matmulMacs(1, M, N, K);
+  Out.Fwd.Macs = Macs;
+  Out.Fwd.Flops = 2 * Macs + (Alpha != 1.0 ? M * N : 0) +
+                  (Bias ? M * N + (Beta != 1.0 ? M * N : 0) : 0);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  productBackward(C, Out, Macs, 0, 1);
+  if (Alpha != 1.0)
+    Out.Bwd.Flops += (C.needsGrad(0) ? M * K : 0) + (C.needsGrad(1) ? K * N : 0);
+  if (Bias && C.needsGrad(2))
+    Out.Bwd.Flops += M * N - C.elems(Bias) + (Beta != 1.0 ? C.elems(Bias) : 0);
+  defaultBwdBytes(C, Out);
+}
+
+/// Einsum: labels bound to extents from the operands; a naive evaluation
+/// visits every combination of all labels once: MACs = prod(all extents) for
+/// two operands, (operands - 1) multiplies each in general, plus one add when
+/// a label is summed. Each operand's gradient is an einsum of the same size.
+void einsum(const CostContext &C, NodeCost &Out) {
+  std::string Eq = C.N.attrString("equation", "");
+  Eq.erase(std::remove(Eq.begin(), Eq.end(), ' '), Eq.end());
+  auto Arrow = Eq.find("->");
+  std::string Lhs = Eq.substr(0, Arrow);
+  std::string Rhs = Arrow == std::string::npos ? "" : Eq.substr(Arrow + 2);
+  llvm::SmallVector<llvm::StringRef, 3> Terms;
+  llvm::StringRef(Lhs).split(Terms, ',');
+  if (Terms.size() != C.N.Inputs.size())
+    return unmodeled(Out, "Einsum equation does not match its inputs");
+  std::map<std::string, double> Extent; // label (or ellipsis dim) -> extent
+  for (unsigned I = 0; I < Terms.size(); ++I) {
+    const Shape &S = *C.N.Inputs[I]->Shp;
+    llvm::StringRef T = Terms[I];
+    size_t Dots = T.find("...");
+    size_t Explicit = T.size() - (Dots == llvm::StringRef::npos ? 0 : 3);
+    if (S.rank() < Explicit)
+      return unmodeled(Out, "Einsum term rank does not match its input");
+    size_t Ell = S.rank() - Explicit, Axis = 0;
+    for (size_t P = 0; P < T.size(); ++P) {
+      if (Dots != llvm::StringRef::npos && P == Dots) {
+        for (size_t E = 0; E < Ell; ++E) // ellipsis dims align from the right
+          Extent["..." + std::to_string(Ell - E)] =
+              std::max(Extent["..." + std::to_string(Ell - E)],
+                       double(S.Dims[Axis++].Extent));
+        P += 2;
+        continue;
+      }
+      Extent[std::string(1, T[P])] =
+          std::max(Extent[std::string(1, T[P])], double(S.Dims[Axis++].Extent));
+    }
+  }
+  double All = 1;
+  for (auto &[L, E] : Extent)
+    All *= E;
+  double Outs = outElems(C);
+  bool Summed = All > Outs;
+  double Operands = C.N.Inputs.size();
+  double Mults = std::max(0.0, Operands - 1) * All;
+  Out.Fwd.Macs = Operands == 2 && Summed ? All : 0;
+  Out.Fwd.Flops = Mults + (Summed ? All : 0);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  (void)Rhs;
+  if (!C.anyGrad())
+    return;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
+    if (C.needsGrad(I)) {
+      Out.Bwd.Flops += Operands == 1 ? All : Mults + All;
+      Out.Bwd.Macs += Operands == 2 ? All : 0;
+      for (unsigned J = 0; J < C.N.Inputs.size(); ++J)
+        if (J != I)
+          save(Out, C.N.Inputs[J]);
+    }
+  defaultBwdBytes(C, Out);
+}
+
+double spatialProduct(const Shape &S, size_t From) {
+  double P = 1;
+  for (size_t I = From; I < S.rank(); ++I)
+    P *= S.Dims[I].Extent;
+  return P;
+}
+
+/// Conv: X [N, Cin, ...], W [Cout, Cin/g, k...], Y [N, Cout, o...].
+///   MACs = N * Cout * prod(o) * (Cin/g) * prod(k)   (every tap, padding included)
+///   FLOPs = 2 * MACs + N*Cout*prod(o) for the bias
+///   backward: dX and dW each MACs; dBias = sum of dY.
+void conv(const CostContext &C, NodeCost &Out) {
+  unsigned WIdx = C.N.OpType == "DeformConv" ? 1 : 1;
+  const Shape &W = *C.N.input(WIdx)->Shp, &Y = *C.N.output(0)->Shp;
+  if (W.rank() < 3 || Y.rank() != W.rank())
+    return unmodeled(Out, "Conv weight and output ranks do not match");
+  double N = Y.Dims[0].Extent, Cout = Y.Dims[1].Extent;
+  double OutSpatial = spatialProduct(Y, 2);
+  double Macs = formulas::convMacs(N, Cout, OutSpatial, W.Dims[1].Extent,
+                                   spatialProduct(W, 2));
+  Out.Fwd.Macs = Macs;
+  bool HasBias = C.N.OpType == "Conv" && C.N.input(2);
+  Out.Fwd.Flops = 2 * Macs + (HasBias ? N * Cout * OutSpatial : 0);
+  if (C.N.OpType == "DeformConv") // bilinear sampling: 4 taps per tap, 7 FLOPs
+    Out.Fwd.Flops += 7 * N * OutSpatial * W.Dims[1].Extent * spatialProduct(W, 2);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  productBackward(C, Out, Macs, 0, 1);
+  if (HasBias && C.needsGrad(2))
+    Out.Bwd.Flops += N * Cout * OutSpatial;
+  defaultBwdBytes(C, Out);
+}
+
+/// QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, B): conv MACs + requantize.
+void qlinearConv(const CostContext &C, NodeCost &Out) {
+  const Shape &W = *C.N.input(3)->Shp, &Y = *C.N.output(0)->Shp;
+  if (W.rank() < 3)
+    return unmodeled(Out, "QLinearConv weight rank below 3");
+  double Macs = formulas::convMacs(Y.Dims[0].Extent, Y.Dims[1].Extent,
+                                   spatialProduct(Y, 2), W.Dims[1].Extent,
+                                   spatialProduct(W, 2));
+  Out.Fwd.Macs = Macs;
+  Out.Fwd.Flops = 2 * Macs + 3 * outElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+}
+
+/// ConvTranspose: X [N, Cin, i...], W [Cin, Cout/g, k...]: every input
+/// element scatters into Cout/g * prod(k) outputs:
+///   MACs = N * Cin * prod(i) * (Cout/g) * prod(k)
+void convTranspose(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
+  const Shape &Y = *C.N.output(0)->Shp;
+  if (W.rank() < 3 || X.rank() != W.rank())
+    return unmodeled(Out, "ConvTranspose input and weight ranks do not match");
+  double Macs = formulas::convMacs(X.Dims[0].Extent, X.Dims[1].Extent,
+                                   spatialProduct(X, 2), W.Dims[1].Extent,
+                                   spatialProduct(W, 2));
+  Out.Fwd.Macs = Macs;
+  bool HasBias = C.N.input(2) != nullptr;
+  double YElems = C.elems(C.N.output(0));
+  Out.Fwd.Flops = 2 * Macs + (HasBias ? YElems : 0);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  (void)Y;
+  if (!C.anyGrad())
+    return;
+  productBackward(C, Out, Macs, 0, 1);
+  if (HasBias && C.needsGrad(2))
+    Out.Bwd.Flops += YElems;
+  defaultBwdBytes(C, Out);
+}
+
+//===------------------------------ pooling -----------------------------===//
+
+double kernelSize(const Node &N) {
+  double K = 1;
+  if (auto Ks = N.attrInts("kernel_shape"))
+    for (int64_t X : *Ks)
+      K *= X;
+  return K;
+}
+
+/// MaxPool: (k - 1) comparisons per output; backward scatters dY to the
+/// argmax (one add per output) and keeps int64 indices (8 bytes per output).
+void maxPool(const CostContext &C, NodeCost &Out) {
+  double N = outElems(C), K = kernelSize(C.N);
+  Out.Fwd.Flops = N * std::max(0.0, K - 1);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  Out.SavedBytes = 8 * N;
+  Out.Bwd.Flops = N;
+  defaultBwdBytes(C, Out);
+}
+
+/// AveragePool: k - 1 adds and a divide per output; backward spreads dY/k
+/// over the window: k per output.
+void averagePool(const CostContext &C, NodeCost &Out) {
+  double N = outElems(C), K = kernelSize(C.N);
+  Out.Fwd.Flops = N * K;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  Out.Bwd.Flops = N * K;
+  defaultBwdBytes(C, Out);
+}
+
+/// LpPool (p = 2 typical): |x|^p and add per tap, a root per output.
+void lpPool(const CostContext &C, NodeCost &Out) {
+  double N = outElems(C), K = kernelSize(C.N);
+  Out.Fwd.Flops = 2 * N * K;
+  Out.Fwd.Transcendentals = N;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  save(Out, C.N.output(0));
+  Out.Bwd.Flops = 3 * N * K;
+  defaultBwdBytes(C, Out);
+}
+
+/// GlobalAveragePool: one add per input element, a divide per output;
+/// backward broadcasts dY/n: one per input element.
+void globalAveragePool(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = inElems(C) + outElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  Out.Bwd.Flops = inElems(C);
+  defaultBwdBytes(C, Out);
+}
+
+void globalMaxPool(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = inElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  save(Out, C.N.output(0));
+  Out.Bwd.Flops = 2 * inElems(C); // compare with the max, select dY
+  defaultBwdBytes(C, Out);
+}
+
+void globalLpPool(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = 2 * inElems(C);
+  Out.Fwd.Transcendentals = outElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  save(Out, C.N.output(0));
+  Out.Bwd.Flops = 3 * inElems(C);
+  defaultBwdBytes(C, Out);
+}
+
+/// MaxRoiPool: each output visits its bin; without the ROI sizes statically,
+/// the bound is one comparison per input element per ROI... too loose, so
+/// ridge counts one comparison per output per pooled tap of a 2x2 bin.
+void roiPool(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = 4 * outElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad()) {
+    Out.Bwd.Flops = outElems(C);
+    defaultBwdBytes(C, Out);
+  }
+}
+
+/// RoiAlign: sampling_ratio^2 bilinear samples per output bin (4 taps: 4
+/// multiplies, 3 adds) plus the average. sampling_ratio 0 means "adaptive"
+/// (data-dependent); ridge then assumes 2, the common default.
+void roiAlign(const CostContext &C, NodeCost &Out) {
+  double S = C.N.attrInt("sampling_ratio", 0);
+  if (S <= 0)
+    S = 2;
+  Out.Fwd.Flops = outElems(C) * (S * S * 8);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad()) {
+    Out.Bwd.Flops = outElems(C) * S * S * 8;
+    defaultBwdBytes(C, Out);
+  }
+}
+
+//===-------------------- normalization and softmax ---------------------===//
+
+/// Normalization over groups of elements, training mode:
+///   forward 8/elem: mean 1, variance 3 (sub, square, add), normalize 2,
+///   affine 2; one rsqrt per group.
+///   backward: dx 8/elem; dscale 2/elem, dbias 1/elem when trainable.
+///   saves the input and per-group mean and inverse std (fp32).
+void normRule(const CostContext &C, NodeCost &Out, double Groups,
+              unsigned ScaleIdx, unsigned BiasIdx, double FwdPerElem = 8) {
+  double N = inElems(C);
+  Out.Fwd.Flops = FwdPerElem * N;
+  Out.Fwd.Transcendentals = Groups;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  Out.SavedBytes = 2 * 4 * Groups;
+  Out.Bwd.Flops = (C.needsGrad(0) ? 8 * N : 0) +
+                  (C.needsGrad(ScaleIdx) ? 2 * N : 0) +
+                  (C.needsGrad(BiasIdx) ? N : 0);
+  defaultBwdBytes(C, Out);
+}
+
+void batchNorm(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  double Channels = X.rank() >= 2 ? X.Dims[1].Extent : 1;
+  normRule(C, Out, Channels, 1, 2);
+  Out.Fwd.Flops += 4 * Channels; // running mean and variance updates
+}
+
+void instanceNorm(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  double Groups = X.rank() >= 2 ? double(X.Dims[0].Extent) * X.Dims[1].Extent : 1;
+  normRule(C, Out, Groups, 1, 2);
+}
+
+/// LayerNormalization: groups = product of the dims before `axis`.
+void layerNorm(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  int64_t Axis = C.N.attrInt("axis", -1);
+  if (Axis < 0)
+    Axis += X.rank();
+  double Groups = 1;
+  for (int64_t I = 0; I < Axis && I < int64_t(X.rank()); ++I)
+    Groups *= X.Dims[I].Extent;
+  normRule(C, Out, Groups, 1, 2);
+}
+
+void groupNorm(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  double Groups = (X.rank() ? X.Dims[0].Extent : 1) * C.N.attrInt("num_groups", 1);
+  normRule(C, Out, Groups, 1, 2);
+}
+
+/// RMS norm (SimplifiedLayerNormalization): square, add, scale by rsqrt,
+/// multiply by gamma: 4/elem; backward ~7/elem (dx 5, dgamma 2).
+void rmsNorm(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  double Groups = X.rank() ? inElems(C) / std::max<int64_t>(1, X.Dims.back().Extent) : 1;
+  normRule(C, Out, Groups, 1, 99, 4);
+  if (C.anyGrad())
+    Out.Bwd.Flops = (C.needsGrad(0) ? 5 * inElems(C) : 0) +
+                    (C.needsGrad(1) ? 2 * inElems(C) : 0);
+}
+
+/// SkipLayerNormalization(input, skip, gamma, beta, bias): input + skip
+/// (+ bias) then LayerNorm on the last axis.
+void skipLayerNorm(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  double Groups = X.rank() ? inElems(C) / std::max<int64_t>(1, X.Dims.back().Extent) : 1;
+  normRule(C, Out, Groups, 2, 3);
+  double Adds = C.N.input(4) ? 2 : 1;
+  Out.Fwd.Flops += Adds * inElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad())
+    defaultBwdBytes(C, Out);
+}
+
+void skipRmsNorm(const CostContext &C, NodeCost &Out) {
+  rmsNorm(C, Out);
+  Out.Fwd.Flops += inElems(C); // + skip
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad())
+    defaultBwdBytes(C, Out);
+}
+
+/// LRN: per element, a sum of `size` squares, then (bias + alpha/size*sum)^beta
+/// and a divide: 2*size + 3 FLOPs and one pow.
+void lrn(const CostContext &C, NodeCost &Out) {
+  double N = inElems(C), S = C.N.attrInt("size", 1);
+  Out.Fwd.Flops = N * (2 * S + 3);
+  Out.Fwd.Transcendentals = N;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  save(Out, C.N.output(0));
+  Out.Bwd.Flops = N * (2 * S + 5);
+  Out.Bwd.Transcendentals = N;
+  defaultBwdBytes(C, Out);
+}
+
+void meanVarianceNorm(const CostContext &C, NodeCost &Out) {
+  normRule(C, Out, outElems(C) / std::max(1.0, inElems(C)), 99, 99, 6);
+}
+
+/// LpNormalization (p=2): square and add per element, a sqrt per row, a
+/// divide per element.
+void lpNorm(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  int64_t Axis = C.N.attrInt("axis", -1);
+  if (Axis < 0)
+    Axis += X.rank();
+  double Row = Axis >= 0 && Axis < int64_t(X.rank()) ? X.Dims[Axis].Extent : 1;
+  double N = inElems(C);
+  Out.Fwd.Flops = 3 * N;
+  Out.Fwd.Transcendentals = N / std::max(1.0, Row);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  save(Out, C.N.output(0));
+  Out.Bwd.Flops = 5 * N;
+  defaultBwdBytes(C, Out);
+}
+
+/// Softmax: max, subtract, exp, sum, divide: 4 FLOPs + 1 exp per element;
+/// backward y*(dy - sum(dy*y)): 4 per element, from the saved output.
+void softmax(const CostContext &C, NodeCost &Out) {
+  double N = outElems(C);
+  Out.Fwd.Flops = 4 * N;
+  Out.Fwd.Transcendentals = N;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.output(0));
+  Out.Bwd.Flops = 4 * N;
+  defaultBwdBytes(C, Out);
+}
+
+/// LogSoftmax: max, subtract, exp, sum, log (per row), subtract;
+/// backward dy - exp(y)*sum(dy): 3 FLOPs + 1 exp per element.
+void logSoftmax(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  int64_t Axis = C.N.attrInt("axis", -1);
+  if (Axis < 0)
+    Axis += X.rank();
+  double Row = Axis >= 0 && Axis < int64_t(X.rank()) ? X.Dims[Axis].Extent : 1;
+  double N = outElems(C);
+  Out.Fwd.Flops = 4 * N;
+  Out.Fwd.Transcendentals = N + N / std::max(1.0, Row);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.output(0));
+  Out.Bwd.Flops = 3 * N;
+  Out.Bwd.Transcendentals = N;
+  defaultBwdBytes(C, Out);
+}
+
+//===----------------------------- reductions ---------------------------===//
+
+/// Reductions, per input element n and output element r.
+void reduceRule(const CostContext &C, NodeCost &Out, double FPerIn,
+                double FPerOut, double TPerIn, double TPerOut, double BPerIn,
+                double BTPerIn, bool SaveInOut) {
+  double N = inElems(C), R = outElems(C);
+  Out.Fwd.Flops = FPerIn * N + FPerOut * R;
+  Out.Fwd.Transcendentals = TPerIn * N + TPerOut * R;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  if (SaveInOut) {
+    save(Out, C.N.input(0));
+    save(Out, C.N.output(0));
+  }
+  Out.Bwd.Flops = BPerIn * N;
+  Out.Bwd.Transcendentals = BTPerIn * N;
+  defaultBwdBytes(C, Out);
+}
+
+void reduceSum(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 0, 0, false); }
+void reduceMean(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 1, 0, 0, 1, 0, false); }
+void reduceMax(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 2, 0, true); }
+void reduceProd(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 2, 0, true); }
+void reduceL1(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, 0, 0, 0, 2, 0, true); }
+void reduceL2(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, 0, 0, 1, 2, 0, true); }
+void reduceSumSquare(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, 0, 0, 0, 2, 0, true); }
+void reduceLogSum(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 1, 1, 0, true); }
+/// log(sum(exp(x - max))) + max: max, sub, add per element, exp per element,
+/// log per output; backward dy*exp(x - y): 2 FLOPs + exp per element.
+void reduceLogSumExp(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 3, 1, 1, 1, 2, 1, true); }
+void reduceNoGrad(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = inElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+}
+
+/// TopK: a heap of K over n elements: n * ceil(log2(K + 1)) comparisons;
+/// backward scatters dY to the indices (one per output).
+void topK(const CostContext &C, NodeCost &Out) {
+  double N = inElems(C), K = outElems(C) / std::max(1.0, N) ;
+  const Shape &X = *C.N.input(0)->Shp, &Y = *C.N.output(0)->Shp;
+  int64_t Axis = C.N.attrInt("axis", -1);
+  if (Axis < 0)
+    Axis += X.rank();
+  if (Axis >= 0 && Axis < int64_t(Y.rank()))
+    K = Y.Dims[Axis].Extent;
+  Out.Fwd.Flops = N * std::ceil(std::log2(K + 1));
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.output(1));
+  Out.Bwd.Flops = outElems(C);
+  defaultBwdBytes(C, Out);
+}
+
+void cumSum(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = inElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad()) {
+    Out.Bwd.Flops = inElems(C); // reverse cumulative sum
+    defaultBwdBytes(C, Out);
+  }
+}
+
+/// NegativeLogLikelihoodLoss: gather one log-probability per sample (and a
+/// weight multiply), then the reduction: ~3 per sample.
+void nllLoss(const CostContext &C, NodeCost &Out) {
+  double Samples = inElems(C, 1);
+  Out.Fwd.Flops = 3 * Samples;
+  Out.Fwd.Bytes = C.bytes(C.N.input(1)) + 2 * Samples * C.elemBytes(C.N.input(0)) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  Out.Bwd.Flops = 2 * Samples;
+  Out.Bwd.Bytes = gradOutBytes(C) + C.bytes(C.N.input(1)) + C.bytes(C.N.input(0));
+}
+
+/// SoftmaxCrossEntropyLoss: LogSoftmax (4 FLOPs + exp per element, log per
+/// row) and NLL; backward softmax - onehot: 2 per element + exp.
+void softmaxCrossEntropy(const CostContext &C, NodeCost &Out) {
+  double N = inElems(C), Samples = inElems(C, 1);
+  Out.Fwd.Flops = 4 * N + 3 * Samples;
+  Out.Fwd.Transcendentals = N + Samples;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  Out.Bwd.Flops = 2 * N;
+  Out.Bwd.Transcendentals = N;
+  defaultBwdBytes(C, Out);
+}
+
+//===--------------------------- data movement --------------------------===//
+
+/// Copies: inputs read, outputs written, no arithmetic; the backward is the
+/// adjoint copy (dY read, dX written).
+void dataMovement(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad())
+    defaultBwdBytes(C, Out);
+}
+
+/// Tile and Expand: the backward sums dY back to the input: one add per
+/// output element beyond the input's.
+void broadcastCopy(const CostContext &C, NodeCost &Out) {
+  dataMovement(C, Out);
+  if (C.anyGrad())
+    Out.Bwd.Flops = outElems(C) - inElems(C);
+}
+
+/// Cast: one conversion per element (not a FLOP: XLA counts converts as
+/// bytes only); the backward casts dY back.
+void cast(const CostContext &C, NodeCost &Out) { dataMovement(C, Out); }
+
+void trilu(const CostContext &C, NodeCost &Out) {
+  dataMovement(C, Out);
+  Out.Fwd.Flops = outElems(C); // a select per element
+  if (C.anyGrad())
+    Out.Bwd.Flops = outElems(C);
+}
+
+/// Gather family: indices read, the selected rows read and written:
+///   bytes = indices + 2 * output. The backward scatter-adds dY into a zeroed
+/// gradient of the data: one add per output element, the whole data gradient
+/// written (the embedding table's dW is dense).
+void gather(const CostContext &C, NodeCost &Out) {
+  double Idx = C.bytes(C.N.input(1)), O = outBytes(C);
+  Out.Fwd.Bytes = Idx + 2 * O;
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(1));
+  Out.Bwd.Flops = outElems(C);
+  Out.Bwd.Bytes = gradOutBytes(C) + Idx + C.bytes(C.N.input(0)) + O;
+}
+
+/// Scatter family: data copied to the output, updates written at the
+/// indices; a reduction attribute (add, mul, max, min) costs one per update.
+void scatter(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.N.attrString("reduction", "none") != "none")
+    Out.Fwd.Flops = inElems(C, 2);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(1));
+  defaultBwdBytes(C, Out);
+}
+
+/// Resize: nearest moves data only; linear interpolates 2^d taps (a multiply
+/// and an add each), cubic 4^d, d = number of resized dims.
+void resize(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp, &Y = *C.N.output(0)->Shp;
+  double D = 0;
+  for (size_t I = 0; I < X.rank() && I < Y.rank(); ++I)
+    D += X.Dims[I].Extent != Y.Dims[I].Extent;
+  std::string Mode = C.N.attrString("mode", "nearest");
+  double Taps = Mode == "linear" || Mode == "bilinear" ? std::pow(2.0, D)
+                : Mode == "cubic"                      ? std::pow(4.0, D)
+                                                       : 0;
+  Out.Fwd.Flops = outElems(C) * 2 * Taps;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  Out.Bwd.Flops = Out.Fwd.Flops;
+  defaultBwdBytes(C, Out);
+}
+
+/// GridSample (bilinear, 2-D): 4 taps per output, 7 FLOPs plus the
+/// coordinate unnormalization (4).
+void gridSample(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = 11 * outElems(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  save(Out, C.N.input(1));
+  Out.Bwd.Flops = 2 * Out.Fwd.Flops;
+  defaultBwdBytes(C, Out);
+}
+
+/// AffineGrid: a (d+1)-vector times a d x (d+1) matrix per output point.
+void affineGrid(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = 2 * outElems(C) * 3;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad()) {
+    Out.Bwd.Flops = Out.Fwd.Flops;
+    defaultBwdBytes(C, Out);
+  }
+}
+
+void writeOutput(const CostContext &C, NodeCost &Out) { Out.Fwd.Bytes = outBytes(C); }
+void readInWriteOut(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = inElems(C); // one inspection per input element
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+}
+/// Reads what it outputs (sequence element access, concatenation).
+void readInWriteOutOut(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Bytes = 2 * outBytes(C);
+  if (C.anyGrad())
+    Out.Bwd.Bytes = 2 * gradOutBytes(C);
+}
+void dataMovementIn(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Bytes = 2 * C.bytes(C.N.input(0));
+  if (C.anyGrad())
+    Out.Bwd.Bytes = 2 * C.bytes(C.N.input(0));
+}
+
+/// Det of [..., n, n]: LU decomposition, 2n^3/3 FLOPs per matrix.
+void det(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp;
+  if (X.rank() < 2)
+    return unmodeled(Out, "Det of an input below rank 2");
+  double Nn = X.Dims.back().Extent;
+  Out.Fwd.Flops = outElems(C) * 2 * Nn * Nn * Nn / 3;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  Out.Bwd.Flops = 2 * Out.Fwd.Flops; // inverse-transpose times dY*det
+  defaultBwdBytes(C, Out);
+}
+
+/// DFT/STFT as FFT: 5 n log2 n real FLOPs per complex transform of length n
+/// (the standard radix-2 count).
+void dft(const CostContext &C, NodeCost &Out) {
+  const Shape &Y = *C.N.output(0)->Shp;
+  if (Y.rank() < 2)
+    return unmodeled(Out, "DFT output below rank 2");
+  int64_t Axis = C.N.attrInt("axis", 1);
+  if (Axis < 0)
+    Axis += Y.rank();
+  double Len = Axis >= 0 && Axis < int64_t(Y.rank()) ? Y.Dims[Axis].Extent : 1;
+  double Transforms = outElems(C) / 2 / std::max(1.0, Len);
+  Out.Fwd.Flops = Transforms * 5 * Len * std::log2(std::max(2.0, Len));
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad()) {
+    Out.Bwd.Flops = Out.Fwd.Flops;
+    defaultBwdBytes(C, Out);
+  }
+}
+
+/// Views: Reshape, Squeeze, Unsqueeze, Flatten, Identity move no data.
+void view(const CostContext &C, NodeCost &Out) {}
+/// Metadata and bookkeeping: shapes, sizes, constants, sequence handles.
+void metadata(const CostContext &C, NodeCost &Out) {}
+
+/// Dropout in training mode (whatever the export says): a Bernoulli mask
+/// (random generation not counted) and y = x * mask / (1 - p): 2 FLOPs per
+/// element; the mask is written and kept for backward (1 byte per element);
+/// backward dy * mask / (1 - p): 2 per element.
+void dropout(const CostContext &C, NodeCost &Out) {
+  double N = outElems(C);
+  Out.Fwd.Flops = 2 * N;
+  Out.Fwd.Bytes = C.bytes(C.N.input(0)) + C.bytes(C.N.output(0)) + N;
+  if (!C.anyGrad())
+    return;
+  Out.SavedBytes = N;
+  Out.Bwd.Flops = 2 * N;
+  defaultBwdBytes(C, Out);
+}
+
+/// If, Loop, Scan: the node itself costs nothing; CostAnalysis costs the
+/// bodies with the right multiplicity.
+void controlFlow(const CostContext &C, NodeCost &Out) {}
+
+//===---------------------------- recurrent -----------------------------===//
+
+/// LSTM/GRU/RNN with G gates, hidden H, input I, directions D, steps S:
+///   per step and direction: gates = x W^T + h R^T + biases:
+///     MACs = B * G*H * (I + H), FLOPs 2*MACs + 2*B*G*H (two bias adds)
+///   plus the cell's element-wise work, per step and direction:
+///     LSTM: 3 sigmoid + 2 tanh (5 transcendentals), 3 FLOPs per sigmoid
+///           (9), cell c = f*c + i*g (3), h = o*tanh(c) (1): 13 FLOPs * B*H
+///     GRU:  2 sigmoid + 1 tanh, 6 + 2 (r*h) + 4 (h = (1-z)*n + z*h): 12 * B*H
+///     RNN:  1 tanh: 0 FLOPs * B*H
+///   backward: dX, dW, dR, dh each as many MACs as x W^T or h R^T (2x the
+///   forward MACs), element-wise 2x the forward; saves gates, c and h per step.
+void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
+               double EwTransc) {
+  const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
+  if (X.rank() != 3 || W.rank() != 3)
+    return unmodeled(Out, C.N.OpType + " needs rank-3 X and W");
+  bool BatchFirst = C.N.attrInt("layout", 0) == 1;
+  double S = X.Dims[BatchFirst ? 1 : 0].Extent, B = X.Dims[BatchFirst ? 0 : 1].Extent;
+  double I = X.Dims[2].Extent, D = W.Dims[0].Extent;
+  double H = C.N.attrInt("hidden_size", W.Dims[1].Extent / G);
+  double Steps = S * D;
+  double Macs = Steps * B * G * H * (I + H);
+  Out.Fwd.Macs = Macs;
+  Out.Fwd.Flops = 2 * Macs + Steps * B * (2 * G * H + EwFlops * H);
+  Out.Fwd.Transcendentals = Steps * B * H * EwTransc;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  // Gates plus cell and hidden states per step, at the input's element size.
+  Out.SavedBytes = Steps * B * H * (G + 2) * C.elemBytes(C.N.input(0));
+  Out.Bwd.Macs = 2 * Macs;
+  Out.Bwd.Flops = 2 * Out.Bwd.Macs + 2 * Steps * B * (2 * G * H + EwFlops * H);
+  Out.Bwd.Transcendentals = 0;
+  defaultBwdBytes(C, Out);
+}
+
+void lstm(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 4, 13, 5); }
+void gru(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 3, 12, 3); }
+void rnn(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 1, 0, 1); }
+
+//===------------------------- com.microsoft ----------------------------===//
+
+/// Scaled dot-product attention core for B batches, A heads, S queries, L
+/// keys, head dims Dk (q.k) and Dv (p.v):
+///   MACs = B*A*S*L*(Dk + Dv); scale 1, softmax 4 FLOPs + exp per score;
+///   backward: dQ, dK (B*A*S*L*Dk MACs each), dP, dV (B*A*S*L*Dv each),
+///   softmax backward 4 per score; saves the probabilities.
+void attentionCore(const CostContext &C, NodeCost &Out, double B, double A,
+                   double S, double L, double Dk, double Dv) {
+  double Scores = B * A * S * L;
+  double Macs = Scores * (Dk + Dv);
+  Out.Fwd.Macs += Macs;
+  Out.Fwd.Flops += 2 * Macs + 5 * Scores;
+  Out.Fwd.Transcendentals += Scores;
+  if (!C.anyGrad())
+    return;
+  Out.SavedBytes += Scores * C.elemBytes(C.N.input(0));
+  Out.Bwd.Macs += 2 * Macs;
+  Out.Bwd.Flops += 4 * Macs + 5 * Scores;
+}
+
+/// Attention(input [B,S,Hin], weights [Hin, 3H], bias [3H], mask, ...):
+/// the QKV projection (B*S*Hin*3H MACs, plus the bias) and the core.
+void msAttention(const CostContext &C, NodeCost &Out) {
+  const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
+  if (X.rank() != 3 || W.rank() != 2)
+    return unmodeled(Out, "Attention needs input [B,S,H] and weights [H,3H]");
+  double B = X.Dims[0].Extent, S = X.Dims[1].Extent, Hin = X.Dims[2].Extent;
+  double H3 = W.Dims[1].Extent, A = C.N.attrInt("num_heads", 1);
+  double Proj = B * S * Hin * H3;
+  Out.Fwd.Macs = Proj;
+  Out.Fwd.Flops = 2 * Proj + (C.N.input(2) ? B * S * H3 : 0);
+  if (C.anyGrad()) {
+    Out.Bwd.Macs = (C.needsGrad(0) ? Proj : 0) + (C.needsGrad(1) ? Proj : 0);
+    Out.Bwd.Flops = 2 * Out.Bwd.Macs;
+    save(Out, C.N.input(0));
+    Out.SavedBytes += B * S * H3 * C.elemBytes(C.N.input(0)); // q, k, v
+  }
+  double H = H3 / 3;
+  attentionCore(C, Out, B, A, S, S, H / A, H / A);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad())
+    defaultBwdBytes(C, Out);
+}
+
+/// MultiHeadAttention(query [B,S,H], key [B,L,H], value [B,L,Hv], ...):
+/// projections done outside; the core only.
+void msMultiHeadAttention(const CostContext &C, NodeCost &Out) {
+  const Value *Q = C.N.input(0), *K = C.N.input(1), *V = C.N.input(2);
+  if (!Q || !K || !V || Q->Shp->rank() != 3 || K->Shp->rank() != 3 || V->Shp->rank() != 3)
+    return unmodeled(Out, "MultiHeadAttention: only unpacked 3-D query, key, value are modeled");
+  double B = Q->Shp->Dims[0].Extent, S = Q->Shp->Dims[1].Extent;
+  double H = Q->Shp->Dims[2].Extent, L = K->Shp->Dims[1].Extent;
+  double Hv = V->Shp->Dims[2].Extent, A = C.N.attrInt("num_heads", 1);
+  attentionCore(C, Out, B, A, S, L, H / A, Hv / A);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (C.anyGrad()) {
+    save(Out, Q);
+    save(Out, K);
+    save(Out, V);
+    defaultBwdBytes(C, Out);
+  }
+}
+
+/// RotaryEmbedding(input, position_ids, cos_cache, sin_cache): per element
+/// x*cos + rotate(x)*sin: 3 FLOPs; the gathered cos and sin rows are read
+/// (half the output each).
+void rotaryEmbedding(const CostContext &C, NodeCost &Out) {
+  double N = outElems(C);
+  Out.Fwd.Flops = 3 * N;
+  Out.Fwd.Bytes = C.bytes(C.N.input(0)) + C.bytes(C.N.input(1)) +
+                  N * C.elemBytes(C.N.input(0)) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  Out.Bwd.Flops = 3 * N;
+  defaultBwdBytes(C, Out);
+  Out.Bwd.Bytes += N * C.elemBytes(C.N.input(0));
+}
+
+//===------------------------------ table -------------------------------===//
+
+template <int F, int T, int BF, int BT, Save S>
+void unaryT(const CostContext &C, NodeCost &O) {
+  unaryRule(C, O, F, T, BF, BT, S);
+}
+template <int F, int T, int BF, int BT, Save S>
+void binaryT(const CostContext &C, NodeCost &O) {
+  binaryRule(C, O, F, T, BF, BT, S);
+}
+
+const OpRule Rules[] = {
+#define RIDGE_UNARY(D, Op, F, T, BF, BT, S)                                    \
+  {D, Op, unaryT<F, T, BF, BT, Save::S>, 0u},
+#define RIDGE_BINARY(D, Op, F, T, BF, BT, S)                                   \
+  {D, Op, binaryT<F, T, BF, BT, Save::S>, 0u},
+#define RIDGE_OP(D, Op, Handler, NonDiff) {D, Op, Handler, NonDiff},
+#include "passes/OpCosts.def"
+};
+
+} // namespace
+
+const OpRule *ridge::findOpRule(llvm::StringRef Domain, llvm::StringRef OpType) {
+  static const llvm::StringMap<const OpRule *> Index = [] {
+    llvm::StringMap<const OpRule *> M;
+    for (const OpRule &R : Rules)
+      M[(llvm::Twine(R.Domain) + ":" + R.Name).str()] = &R;
+    return M;
+  }();
+  auto It = Index.find((Domain + ":" + OpType).str());
+  return It == Index.end() ? nullptr : It->second;
+}
+
+llvm::ArrayRef<OpRule> ridge::allOpRules() { return Rules; }
+
+void ridge::applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out) {
+  bool ShapeFree = Rule.Fn == view || Rule.Fn == metadata || Rule.Fn == controlFlow;
+  if (!ShapeFree && !requireShapes(C, Out))
+    return;
+  Rule.Fn(C, Out);
+}
