@@ -34,6 +34,12 @@ struct Config {
   std::optional<int64_t> TripCount;
   bool Strict = false; ///< an unmodeled op is an error
 
+  // Training step.
+  enum class Optimizer { SGD, Momentum, Adam, AdamW };
+  enum class Recompute { None, Selective, Full };
+  Optimizer Opt = Optimizer::AdamW;
+  Recompute Recomp = Recompute::None;
+
   // Report.
   std::string Sort = "flops"; ///< flops | bytes | time | name | order
   unsigned Top = 0;           ///< rows of the per-op table (0: all)

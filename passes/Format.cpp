@@ -24,6 +24,8 @@ std::string ridge::withCommas(double X) {
 
 std::string ridge::siNumber(double X, const char *Unit) {
   static const char *Prefix[] = {"", "K", "M", "G", "T", "P", "E", "Z", "Y"};
+  if (X == 0)
+    return *Unit ? std::string("0 ") + Unit : std::string("0");
   int P = 0;
   double A = std::fabs(X);
   while (A >= 999.5 && P < 8) {

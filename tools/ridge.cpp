@@ -19,7 +19,7 @@ static cl::OptionCategory RidgeCat("ridge options");
 
 static cl::SubCommand PrintCmd("print", "Print the IR with inferred shapes");
 static cl::SubCommand AnalyzeCmd(
-    "analyze", "Summarize a model: interface, nodes by op type, parameters");
+    "analyze", "Per-op forward/backward FLOPs, bytes and memory of a training step");
 static cl::SubCommand RunCmd("run", "Run the pass pipeline given by --passes");
 
 #define MODEL_SUBS cl::sub(PrintCmd), cl::sub(AnalyzeCmd), cl::sub(RunCmd)
@@ -55,6 +55,40 @@ static cl::opt<std::string>
 static cl::opt<bool> TimePasses("timing",
                                 cl::desc("Report the wall time of each pass and analysis on stderr"),
                                 MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<std::string> DTypeOpt(
+    "dtype",
+    cl::desc("Element type of floating-point tensors in training (fp32, bf16, fp16, "
+             "fp8); 16-bit types keep fp32 master weights. Default: as stored"),
+    cl::value_desc("TYPE"), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<Config::Optimizer> OptimizerOpt(
+    "optimizer", cl::desc("Optimizer of the training step"), cl::init(Config::Optimizer::AdamW),
+    cl::values(clEnumValN(Config::Optimizer::SGD, "sgd", "w -= lr*g"),
+               clEnumValN(Config::Optimizer::Momentum, "momentum", "SGD with momentum"),
+               clEnumValN(Config::Optimizer::Adam, "adam", "Adam"),
+               clEnumValN(Config::Optimizer::AdamW, "adamw", "Adam with decoupled weight decay")),
+    MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<Config::Recompute> RecomputeOpt(
+    "recompute", cl::desc("Activation recomputation"), cl::init(Config::Recompute::None),
+    cl::values(clEnumValN(Config::Recompute::None, "none", "keep every saved tensor"),
+               clEnumValN(Config::Recompute::Selective, "selective",
+                          "keep what matrix products save, recompute cheaper ops"),
+               clEnumValN(Config::Recompute::Full, "full",
+                          "keep only checkpoints between segments, recompute the forward")),
+    MODEL_SUBS, cl::cat(RidgeCat));
+static cl::list<std::string> TrainableInputs(
+    "trainable-input", cl::desc("Treat this graph input as trained (repeatable)"),
+    cl::value_desc("NAME"), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<int64_t> TripCount(
+    "trip-count", cl::desc("Iterations of each Loop whose trip count the graph leaves open"),
+    cl::value_desc("N"), cl::init(-1), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<bool> Strict("strict", cl::desc("Fail if any op cannot be costed"),
+                            MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<std::string> SortOpt(
+    "sort", cl::desc("Order of per-node rows: flops, bytes, name or order (topological)"),
+    cl::init("flops"), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
+static cl::opt<unsigned> TopOpt("top", cl::desc("Print only the first N per-node rows (0: all)"),
+                                cl::init(0), cl::sub(AnalyzeCmd), cl::sub(RunCmd),
+                                cl::cat(RidgeCat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the passes --passes accepts"),
                                 cl::cat(RidgeCat));
 
@@ -104,7 +138,7 @@ int main(int argc, char **argv) {
   }
 
   PassManager PM;
-  std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "print<summary>" : Passes.getValue();
+  std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();
   if (RunCmd && Passes.empty())
     return fail(usageError("run: --passes is required (see --list-passes)"));
   if (llvm::Error E = parsePipeline(Pipeline, PM))
@@ -127,6 +161,23 @@ int main(int argc, char **argv) {
   C.Format = Format;
   C.Color = OutputPath == "-" && Out.has_colors();
   C.PrintAfter = PrintAfter;
+  if (!DTypeOpt.empty()) {
+    auto T = parseDType(DTypeOpt);
+    if (!T || !isFloatingPoint(*T))
+      return fail(usageError("--dtype '" + DTypeOpt +
+                             "': expected a floating-point type (fp32, bf16, fp16, fp8, fp64)"));
+    C.ComputeDType = *T;
+  }
+  C.Opt = OptimizerOpt;
+  C.Recomp = RecomputeOpt;
+  C.TrainableInputs.assign(TrainableInputs.begin(), TrainableInputs.end());
+  if (TripCount >= 0)
+    C.TripCount = TripCount;
+  C.Strict = Strict;
+  if (SortOpt != "flops" && SortOpt != "bytes" && SortOpt != "name" && SortOpt != "order")
+    return fail(usageError("--sort '" + SortOpt + "': expected flops, bytes, name or order"));
+  C.Sort = SortOpt;
+  C.Top = TopOpt;
   int RC = 0;
   {
     AnalysisManager AM(**M, C, Diags, &Timer);

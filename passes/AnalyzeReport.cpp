@@ -1,0 +1,322 @@
+//===- AnalyzeReport.cpp - "report": what `ridge analyze` prints ----------===//
+//
+// Per-node rows, per-op-type totals, the training step (forward, backward,
+// recomputation, optimizer), the memory footprint and the coverage, as a
+// text table, JSON (schema "ridge.analyze/1", README documents it) or CSV.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/CostModel.h"
+#include "passes/Format.h"
+#include "passes/GraphSummary.h"
+#include "passes/Passes.h"
+#include "passes/TrainingStep.h"
+#include "llvm/Support/FormatAdapters.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include <algorithm>
+#include <map>
+
+using namespace ridge;
+using llvm::formatv;
+
+namespace {
+
+struct OpTypeTotal {
+  std::string Op;
+  size_t Count = 0;
+  PhaseCost Fwd, Bwd;
+};
+
+std::string opName(const Node &N) {
+  return N.Domain.empty() ? N.OpType : N.Domain + "." + N.OpType;
+}
+
+std::string outputTypes(const Node &N) {
+  std::string S;
+  for (const Value *V : N.Outputs)
+    if (V)
+      S += (S.empty() ? "" : " ") + V->typeStr();
+  return S;
+}
+
+std::vector<OpTypeTotal> byOpType(const CostResult &C) {
+  std::map<std::string, OpTypeTotal> M;
+  for (const NodeCost &NC : C.Nodes) {
+    OpTypeTotal &T = M[opName(*NC.N)];
+    T.Op = opName(*NC.N);
+    ++T.Count;
+    T.Fwd += NC.Fwd * NC.Multiplier;
+    T.Bwd += NC.Bwd * NC.Multiplier;
+  }
+  std::vector<OpTypeTotal> V;
+  for (auto &[K, T] : M)
+    V.push_back(T);
+  std::stable_sort(V.begin(), V.end(), [](const OpTypeTotal &A, const OpTypeTotal &B) {
+    return A.Fwd.Flops + A.Bwd.Flops > B.Fwd.Flops + B.Bwd.Flops;
+  });
+  return V;
+}
+
+/// Rows in the order --sort asks for, cut to --top.
+std::vector<const NodeCost *> sortedRows(const CostResult &C, const Config &Cfg) {
+  std::vector<const NodeCost *> Rows;
+  for (const NodeCost &NC : C.Nodes)
+    Rows.push_back(&NC);
+  auto Key = [&](const NodeCost *N) -> double {
+    if (Cfg.Sort == "bytes")
+      return (N->Fwd.Bytes + N->Bwd.Bytes) * N->Multiplier;
+    return (N->Fwd.Flops + N->Bwd.Flops) * N->Multiplier;
+  };
+  if (Cfg.Sort == "name")
+    std::stable_sort(Rows.begin(), Rows.end(),
+                     [](auto *A, auto *B) { return A->N->Name < B->N->Name; });
+  else if (Cfg.Sort != "order")
+    std::stable_sort(Rows.begin(), Rows.end(),
+                     [&](auto *A, auto *B) { return Key(A) > Key(B); });
+  if (Cfg.Top && Rows.size() > Cfg.Top)
+    Rows.resize(Cfg.Top);
+  return Rows;
+}
+
+double savedOf(const NodeCost &NC, const Config &Cfg) {
+  double B = NC.SavedBytes;
+  for (const Value *V : NC.Saved)
+    if (!V->isInitializer())
+      B += V->numElements().value_or(0) *
+           (Cfg.ComputeDType && isFloatingPoint(V->Elem) ? dtypeBytes(*Cfg.ComputeDType)
+                                                         : dtypeBytes(V->Elem));
+  return B;
+}
+
+double flopCoverage(const CostResult &C) {
+  double Modeled = C.Fwd.Flops;
+  double Denominator = Modeled + C.UnmodeledFlopsEstimate;
+  return Denominator > 0 ? Modeled / Denominator : 1.0;
+}
+
+llvm::json::Object phaseJson(const PhaseCost &P) {
+  return llvm::json::Object{{"flops", P.Flops},
+                            {"macs", P.Macs},
+                            {"transcendentals", P.Transcendentals},
+                            {"bytes", P.Bytes}};
+}
+
+void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+               const TrainingStepResult &T, AnalysisManager &AM) {
+  const Config &Cfg = AM.config();
+  llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs;
+  for (const NodeCost &NC : C.Nodes) {
+    llvm::json::Array Outs;
+    for (const Value *V : NC.N->Outputs)
+      if (V)
+        Outs.push_back(V->typeStr());
+    llvm::json::Object O{{"name", NC.N->Name},
+                         {"op", NC.N->OpType},
+                         {"domain", NC.N->domainName()},
+                         {"graph", NC.N->Parent->Name},
+                         {"outputs", std::move(Outs)},
+                         {"modeled", NC.Modeled},
+                         {"multiplier", NC.Multiplier}};
+    if (NC.Modeled) {
+      O["fwd_flops"] = NC.Fwd.Flops;
+      O["macs"] = NC.Fwd.Macs;
+      O["transcendentals"] = NC.Fwd.Transcendentals;
+      O["fwd_bytes"] = NC.Fwd.Bytes;
+      O["bwd_flops"] = NC.Bwd.Flops;
+      O["bwd_macs"] = NC.Bwd.Macs;
+      O["bwd_transcendentals"] = NC.Bwd.Transcendentals;
+      O["bwd_bytes"] = NC.Bwd.Bytes;
+      O["saved_bytes"] = savedOf(NC, Cfg);
+      O["needs_backward"] = NC.NeedsBackward;
+    } else {
+      O["unmodeled_reason"] = NC.Unmodeled;
+    }
+    Nodes.push_back(std::move(O));
+  }
+  for (const OpTypeTotal &T : byOpType(C))
+    Ops.push_back(llvm::json::Object{{"op", T.Op},
+                                     {"count", int64_t(T.Count)},
+                                     {"fwd", phaseJson(T.Fwd)},
+                                     {"bwd", phaseJson(T.Bwd)}});
+  for (const auto &[What, Count] : C.UnmodeledOps)
+    Unmodeled.push_back(llvm::json::Object{{"op", What}, {"count", int64_t(Count)}});
+  for (const Value *V : M.Main->Inputs)
+    if (!V->isInitializer())
+      Inputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+  for (const Value *V : M.Main->Outputs)
+    Outputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+  llvm::json::Object Doc{
+      {"schema", "ridge.analyze/1"},
+      {"model", M.Path},
+      {"options",
+       llvm::json::Object{
+           {"dtype", Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : "as stored"},
+           {"optimizer", optimizerName(Cfg.Opt)},
+           {"recompute", recomputeName(Cfg.Recomp)}}},
+      {"inputs", std::move(Inputs)},
+      {"outputs", std::move(Outputs)},
+      {"node_count", int64_t(S.Nodes)},
+      {"params", T.Params},
+      {"totals",
+       llvm::json::Object{{"fwd", phaseJson(C.Fwd)},
+                          {"bwd", phaseJson(C.Bwd)},
+                          {"optimizer", phaseJson(T.Optimizer)},
+                          {"recompute_flops", T.RecomputeFlops},
+                          {"step_flops", T.stepFlops(C)}}},
+      {"memory",
+       llvm::json::Object{{"weights", T.WeightBytes},
+                          {"master_weights", T.MasterWeightBytes},
+                          {"gradients", T.GradientBytes},
+                          {"optimizer_state", T.OptimizerStateBytes},
+                          {"activations", T.ActivationBytes},
+                          {"total", T.totalBytes()}}},
+      {"coverage",
+       llvm::json::Object{{"nodes", int64_t(C.ModeledNodes + C.UnmodeledNodes)},
+                          {"modeled", int64_t(C.ModeledNodes)},
+                          {"flops_share", flopCoverage(C)},
+                          {"unmodeled", std::move(Unmodeled)}}},
+      {"by_op_type", std::move(Ops)},
+      {"nodes", std::move(Nodes)},
+      {"warnings", llvm::json::Array(AM.diags().warnings())}};
+  *Cfg.Out << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+}
+
+void printCsv(const CostResult &C, const Config &Cfg) {
+  llvm::raw_ostream &OS = *Cfg.Out;
+  OS << "name,op,domain,outputs,modeled,multiplier,fwd_flops,macs,transcendentals,"
+        "fwd_bytes,bwd_flops,bwd_macs,bwd_transcendentals,bwd_bytes,saved_bytes,"
+        "unmodeled_reason\n";
+  auto Quote = [](llvm::StringRef S) {
+    std::string Q = "\"";
+    for (char Ch : S)
+      Q += Ch == '"' ? std::string("\"\"") : std::string(1, Ch);
+    return Q + "\"";
+  };
+  for (const NodeCost *NC : sortedRows(C, Cfg)) {
+    OS << Quote(NC->N->Name) << ',' << NC->N->OpType << ',' << NC->N->domainName()
+       << ',' << Quote(outputTypes(*NC->N)) << ',' << (NC->Modeled ? 1 : 0) << ','
+       << exactNumber(NC->Multiplier);
+    for (double X : {NC->Fwd.Flops, NC->Fwd.Macs, NC->Fwd.Transcendentals,
+                     NC->Fwd.Bytes, NC->Bwd.Flops, NC->Bwd.Macs,
+                     NC->Bwd.Transcendentals, NC->Bwd.Bytes, savedOf(*NC, Cfg)})
+      OS << ',' << exactNumber(X);
+    OS << ',' << Quote(NC->Unmodeled) << '\n';
+  }
+}
+
+void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+               const TrainingStepResult &T, const Config &Cfg) {
+  llvm::raw_ostream &OS = *Cfg.Out;
+  OS << "model: " << M.Path << " (" << S.Nodes << " nodes, "
+     << withCommas(T.Params) << " trainable parameters)\n";
+  for (const Value *V : M.Main->Inputs)
+    if (!V->isInitializer())
+      OS << "input:  " << V->Name << ' ' << V->typeStr() << '\n';
+  for (const Value *V : M.Main->Outputs)
+    OS << "output: " << V->Name << ' ' << V->typeStr() << '\n';
+  OS << "training step: "
+     << (Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : std::string("dtype as stored"))
+     << ", " << optimizerName(Cfg.Opt) << ", recompute " << recomputeName(Cfg.Recomp)
+     << "\n\n";
+
+  auto Rows = sortedRows(C, Cfg);
+  size_t NameW = 4, OpW = 2, OutW = 6;
+  for (const NodeCost *NC : Rows) {
+    NameW = std::min<size_t>(40, std::max(NameW, NC->N->Name.size()));
+    OpW = std::max(OpW, opName(*NC->N).size());
+    OutW = std::min<size_t>(32, std::max(OutW, outputTypes(*NC->N).size()));
+  }
+  auto Clip = [](std::string S, size_t W) {
+    return S.size() <= W ? S : S.substr(0, W - 1) + "~";
+  };
+  OS << formatv("{0} {1} {2} {3,10} {4,10} {5,10} {6,10} {7,10}\n",
+                llvm::fmt_align("node", llvm::AlignStyle::Left, NameW),
+                llvm::fmt_align("op", llvm::AlignStyle::Left, OpW),
+                llvm::fmt_align("output", llvm::AlignStyle::Left, OutW), "fwd FLOP",
+                "bwd FLOP", "MACs", "bytes", "saved");
+  for (const NodeCost *NC : Rows) {
+    OS << formatv("{0} {1} {2} ",
+                  llvm::fmt_align(Clip(NC->N->Name, NameW), llvm::AlignStyle::Left, NameW),
+                  llvm::fmt_align(opName(*NC->N), llvm::AlignStyle::Left, OpW),
+                  llvm::fmt_align(Clip(outputTypes(*NC->N), OutW), llvm::AlignStyle::Left, OutW));
+    if (!NC->Modeled) {
+      OS << "unmodeled: " << NC->Unmodeled << '\n';
+      continue;
+    }
+    double K = NC->Multiplier;
+    OS << formatv("{0,10} {1,10} {2,10} {3,10} {4,10}", siNumber(NC->Fwd.Flops * K),
+                  NC->NeedsBackward ? siNumber(NC->Bwd.Flops * K) : std::string("-"),
+                  siNumber(NC->Fwd.Macs * K), siNumber((NC->Fwd.Bytes + NC->Bwd.Bytes) * K, "B"),
+                  siNumber(savedOf(*NC, Cfg) * K, "B"));
+    if (K != 1)
+      OS << "  x" << exactNumber(K);
+    OS << '\n';
+  }
+  if (Rows.size() < C.Nodes.size())
+    OS << formatv("({0} more rows; --top 0 shows all)\n", C.Nodes.size() - Rows.size());
+
+  OS << "\nper op type:\n";
+  size_t TypeW = std::max<size_t>(OpW, 8);
+  OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5}\n",
+                llvm::fmt_align("op", llvm::AlignStyle::Left, TypeW), "nodes",
+                "fwd", "bwd", "bytes", "share");
+  double StepFlops = C.Fwd.Flops + C.Bwd.Flops;
+  for (const OpTypeTotal &T : byOpType(C))
+    OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5:P1}\n",
+                  llvm::fmt_align(T.Op, llvm::AlignStyle::Left, TypeW),
+                  T.Count, siNumber(T.Fwd.Flops, "FLOP"), siNumber(T.Bwd.Flops, "FLOP"),
+                  siNumber(T.Fwd.Bytes + T.Bwd.Bytes, "B"),
+                  StepFlops > 0 ? (T.Fwd.Flops + T.Bwd.Flops) / StepFlops : 0.0);
+
+  OS << "\ntotals:\n";
+  auto Phase = [&](const char *Name, const PhaseCost &P) {
+    OS << formatv("  {0,-10} {1,12} {2,12} {3,14} {4,10}\n", Name, siNumber(P.Flops, "FLOP"),
+                  siNumber(P.Macs, "MAC"), siNumber(P.Transcendentals, "transc"),
+                  siNumber(P.Bytes, "B"));
+  };
+  Phase("forward", C.Fwd);
+  Phase("backward", C.Bwd);
+  if (T.RecomputeFlops > 0)
+    Phase("recompute", PhaseCost{T.RecomputeFlops, 0, 0, T.RecomputeBytes});
+  Phase("optimizer", T.Optimizer);
+  OS << formatv("  {0,-10} {1,12}\n", "step", siNumber(T.stepFlops(C), "FLOP"));
+  OS << "memory: weights " << siNumber(T.WeightBytes, "B");
+  if (T.MasterWeightBytes > 0)
+    OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
+  OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
+     << siNumber(T.OptimizerStateBytes, "B") << " + activations "
+     << siNumber(T.ActivationBytes, "B") << " = " << siNumber(T.totalBytes(), "B") << '\n';
+  size_t Total = C.ModeledNodes + C.UnmodeledNodes;
+  OS << formatv("coverage: {0} of {1} nodes modeled ({2:P1}); {3:P1} of estimated "
+                "forward FLOPs\n",
+                C.ModeledNodes, Total, Total ? double(C.ModeledNodes) / Total : 1.0,
+                flopCoverage(C));
+  for (const auto &[What, Count] : C.UnmodeledOps)
+    OS << "  unmodeled: " << What << " x" << Count << '\n';
+}
+
+} // namespace
+
+llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
+  auto S = AM.getResult<GraphSummaryAnalysis>();
+  if (!S)
+    return S.takeError();
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  auto T = AM.getResult<TrainingStepAnalysis>();
+  if (!T)
+    return T.takeError();
+  switch (AM.config().Format) {
+  case OutputFormat::Json:
+    printJson(M, *S, *C, *T, AM);
+    break;
+  case OutputFormat::Csv:
+    printCsv(*C, AM.config());
+    break;
+  case OutputFormat::Text:
+    printText(M, *S, *C, *T, AM.config());
+    break;
+  }
+  return llvm::Error::success();
+}

@@ -1,0 +1,203 @@
+//===- TrainingStep.cpp - Optimizer, memory footprint, recomputation ------===//
+#include "passes/TrainingStep.h"
+#include <algorithm>
+
+using namespace ridge;
+
+/// Per parameter, fp32 state:
+///   SGD       w -= lr*g                                   2 FLOPs
+///   Momentum  v = mu*v + g; w -= lr*v                     4 FLOPs, v
+///   Adam      m = b1*m + (1-b1)*g (3); v = b2*v + (1-b2)*g^2 (4);
+///             bias corrections (2); w -= lr*m/(sqrt(v)+eps) (4 + sqrt)
+///                                                          13 FLOPs + 1, m, v
+///   AdamW     Adam + decoupled decay w -= lr*wd*w (2)      15 FLOPs + 1, m, v
+OptimizerCost ridge::optimizerCost(Config::Optimizer O) {
+  switch (O) {
+  case Config::Optimizer::SGD: return {2, 0, 0};
+  case Config::Optimizer::Momentum: return {4, 0, 4};
+  case Config::Optimizer::Adam: return {13, 1, 8};
+  case Config::Optimizer::AdamW: return {15, 1, 8};
+  }
+  return {};
+}
+
+const char *ridge::optimizerName(Config::Optimizer O) {
+  switch (O) {
+  case Config::Optimizer::SGD: return "sgd";
+  case Config::Optimizer::Momentum: return "momentum";
+  case Config::Optimizer::Adam: return "adam";
+  case Config::Optimizer::AdamW: return "adamw";
+  }
+  return "?";
+}
+
+const char *ridge::recomputeName(Config::Recompute R) {
+  switch (R) {
+  case Config::Recompute::None: return "none";
+  case Config::Recompute::Selective: return "selective";
+  case Config::Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+namespace {
+
+double activationBytes(const Value *V, std::optional<double> FloatBytes) {
+  return V->numElements().value_or(0) *
+         (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
+}
+
+/// Saved bytes of a set of node costs, each tensor once.
+double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes,
+                  std::optional<double> FloatBytes) {
+  llvm::DenseMap<const Value *, double> Distinct;
+  double B = 0;
+  for (const NodeCost *NC : Nodes) {
+    B += NC->SavedBytes * NC->Multiplier;
+    for (const Value *V : NC->Saved)
+      if (!V->isInitializer())
+        Distinct[V] = std::max(Distinct[V], NC->Multiplier);
+  }
+  for (const auto &[V, Mult] : Distinct)
+    B += activationBytes(V, FloatBytes) * Mult;
+  return B;
+}
+
+/// Full recomputation: keep only checkpoints, the single activation tensors
+/// that cut the main graph (between two positions of the topological order
+/// exactly one non-parameter tensor is live), and recompute each segment's
+/// forward during the backward. Memory = checkpoints + the largest segment's
+/// saved tensors; extra FLOPs = one more forward.
+void fullRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
+                   TrainingStepResult &R) {
+  const Graph &G = *M.Main;
+  size_t N = G.Nodes.size();
+  // Each floating-point activation is live on the boundaries after its
+  // definition up to its last use; boundary p lies after node p - 1 (0 is
+  // before the first node). Difference arrays count live tensors, and sum
+  // their ids, per boundary in O(nodes + edges).
+  std::vector<const Value *> Ids;
+  std::vector<long> Count(N + 2, 0), IdSum(N + 2, 0);
+  auto Add = [&](const Value *V, long DefPos) {
+    if (V->isInitializer() || !isFloatingPoint(V->Elem))
+      return;
+    long Last = DefPos;
+    for (const Node *U : V->Users)
+      Last = std::max<long>(Last, U->Parent == &G ? long(U->Index) : long(N));
+    if (V->IsGraphOutput)
+      Last = long(N);
+    if (Last <= DefPos)
+      return;
+    long Id = long(Ids.size());
+    Ids.push_back(V);
+    // Live on boundaries DefPos + 1 .. Last.
+    Count[DefPos + 1] += 1;
+    Count[Last + 1] -= 1;
+    IdSum[DefPos + 1] += Id;
+    IdSum[Last + 1] -= Id;
+  };
+  for (const Value *V : G.Inputs)
+    Add(V, -1);
+  for (const auto &Nd : G.Nodes)
+    for (const Value *V : Nd->Outputs)
+      if (V)
+        Add(V, Nd->Index);
+  // Checkpoints: inner boundaries where exactly one activation is live.
+  std::vector<size_t> Cuts;
+  std::vector<const Value *> CutValues;
+  long Live = 0, Sum = 0;
+  for (size_t P = 0; P <= N; ++P) {
+    Live += Count[P];
+    Sum += IdSum[P];
+    if (P >= 1 && P < N && Live == 1) {
+      Cuts.push_back(P);
+      CutValues.push_back(Ids[Sum]);
+    }
+  }
+  R.Checkpoints = Cuts.size();
+  // Segment saved bytes: nodes of the main graph (and their subgraph nodes,
+  // which follow them in C.Nodes) grouped between cuts.
+  double Checkpoints = 0;
+  llvm::DenseSet<const Value *> Seen;
+  for (const Value *V : CutValues)
+    if (Seen.insert(V).second)
+      Checkpoints += activationBytes(V, FloatBytes);
+  double Largest = 0;
+  std::vector<const NodeCost *> Segment;
+  size_t CutIdx = 0;
+  for (const NodeCost &NC : C.Nodes) {
+    const Node *Top = NC.N;
+    while (Top->Parent != &G && Top->Parent->ParentNode)
+      Top = Top->Parent->ParentNode;
+    if (Top->Parent != &G)
+      continue; // function bodies are not in the main graph
+    while (CutIdx < Cuts.size() && Top->Index >= Cuts[CutIdx]) {
+      Largest = std::max(Largest, savedBytes(Segment, FloatBytes));
+      Segment.clear();
+      ++CutIdx;
+    }
+    Segment.push_back(&NC);
+  }
+  Largest = std::max(Largest, savedBytes(Segment, FloatBytes));
+  R.ActivationBytes = Cuts.empty() ? R.ActivationBytesNoRecompute : Checkpoints + Largest;
+  R.RecomputeFlops = Cuts.empty() ? 0 : C.Fwd.Flops;
+  R.RecomputeBytes = Cuts.empty() ? 0 : C.Fwd.Bytes;
+}
+
+/// Selective recomputation: keep what matrix products and convolutions
+/// save; recompute every cheaper op (element-wise, normalization, softmax,
+/// dropout) from them in the backward. Extra FLOPs = those ops' forward.
+void selectiveRecompute(const CostResult &C, std::optional<double> FloatBytes,
+                        TrainingStepResult &R) {
+  std::vector<const NodeCost *> Kept;
+  for (const NodeCost &NC : C.Nodes) {
+    if (!NC.Modeled || !NC.NeedsBackward)
+      continue;
+    if (NC.Fwd.Macs > 0)
+      Kept.push_back(&NC);
+    else {
+      R.RecomputeFlops += NC.Fwd.Flops * NC.Multiplier;
+      R.RecomputeBytes += NC.Fwd.Bytes * NC.Multiplier;
+    }
+  }
+  R.ActivationBytes = savedBytes(Kept, FloatBytes);
+}
+
+} // namespace
+
+llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
+                                                             AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  const Config &Cfg = AM.config();
+  TrainingStepResult R;
+  R.Params = C->TrainableParams;
+  // Working weights and gradients at the compute dtype (the stored one
+  // without --dtype: fp32 for an fp32 export); under 16-bit mixed precision
+  // an fp32 master copy joins the optimizer state (ZeRO's K = 12 for Adam).
+  double W = Cfg.ComputeDType ? dtypeBytes(*Cfg.ComputeDType) : 4;
+  bool Mixed = W < 4;
+  OptimizerCost O = optimizerCost(Cfg.Opt);
+  R.WeightBytes = R.Params * W;
+  R.MasterWeightBytes = Mixed ? R.Params * 4 : 0;
+  R.GradientBytes = R.Params * W;
+  R.OptimizerStateBytes = R.Params * O.StateBytesPerParam;
+  // The update reads the master weights, the gradient and the state, and
+  // writes weights and state (plus the 16-bit working copy when mixed).
+  double Master = Mixed ? 4 : W;
+  R.Optimizer.Flops = R.Params * O.FlopsPerParam;
+  R.Optimizer.Transcendentals = R.Params * O.TranscPerParam;
+  R.Optimizer.Bytes = R.Params * (2 * Master + W + 2 * O.StateBytesPerParam +
+                                  (Mixed ? W : 0));
+  std::optional<double> FloatBytes;
+  if (Cfg.ComputeDType)
+    FloatBytes = dtypeBytes(*Cfg.ComputeDType);
+  R.ActivationBytesNoRecompute = C->SavedActivationBytes;
+  R.ActivationBytes = C->SavedActivationBytes;
+  if (Cfg.Recomp == Config::Recompute::Full)
+    fullRecompute(M, *C, FloatBytes, R);
+  else if (Cfg.Recomp == Config::Recompute::Selective)
+    selectiveRecompute(*C, FloatBytes, R);
+  return R;
+}

@@ -1,0 +1,55 @@
+//===- TrainingStep.h - Optimizer, memory footprint, recomputation -*- C++ -*-===//
+//
+// What a whole training step costs on top of the per-node forward and
+// backward: the optimizer update, the memory a device holds (weights,
+// gradients, optimizer state, saved activations), and what activation
+// recomputation trades (memory for forward FLOPs).
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_TRAININGSTEP_H
+#define RIDGE_PASSES_TRAININGSTEP_H
+
+#include "passes/CostModel.h"
+
+namespace ridge {
+
+struct OptimizerCost {
+  double FlopsPerParam = 0, TranscPerParam = 0;
+  double StateBytesPerParam = 0; ///< fp32 state (momentum, Adam's m and v)
+};
+/// Per-parameter update cost of each optimizer; formulas in TrainingStep.cpp.
+OptimizerCost optimizerCost(Config::Optimizer O);
+const char *optimizerName(Config::Optimizer O);
+const char *recomputeName(Config::Recompute R);
+
+struct TrainingStepResult {
+  double Params = 0;
+  // Bytes per parameter (ZeRO's accounting, Rajbhandari et al. 2020, sec. 3.1).
+  double WeightBytes = 0;        ///< working weights at the compute dtype
+  double MasterWeightBytes = 0;  ///< fp32 copy under mixed precision
+  double GradientBytes = 0;
+  double OptimizerStateBytes = 0;
+  double ActivationBytes = 0;    ///< after recomputation
+  double ActivationBytesNoRecompute = 0;
+  double totalBytes() const {
+    return WeightBytes + MasterWeightBytes + GradientBytes + OptimizerStateBytes +
+           ActivationBytes;
+  }
+  PhaseCost Optimizer;     ///< the update, whole model
+  double RecomputeFlops = 0;
+  double RecomputeBytes = 0;
+  size_t Checkpoints = 0;  ///< full recomputation: segment boundaries used
+  double stepFlops(const CostResult &C) const {
+    return C.Fwd.Flops + C.Bwd.Flops + RecomputeFlops + Optimizer.Flops;
+  }
+};
+
+struct TrainingStepAnalysis {
+  using Result = TrainingStepResult;
+  static constexpr const char *Name = "training-step";
+  static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
+};
+
+} // namespace ridge
+
+#endif
