@@ -16,12 +16,26 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 #include <set>
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace ridge;
 using llvm::Error;
 using llvm::formatv;
 
 namespace {
+
+/// The reader jumps over tensor payloads: tell the kernel not to read ahead
+/// or fault in the pages around each header, so the payload pages are never
+/// brought in (for a mapped file; harmless on a heap buffer).
+void adviseRandomAccess(llvm::StringRef Bytes) {
+  if (Bytes.size() < (size_t(1) << 20))
+    return;
+  uintptr_t Page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t Begin = uintptr_t(Bytes.data()) & ~(Page - 1);
+  uintptr_t End = uintptr_t(Bytes.data()) + Bytes.size();
+  (void)madvise(reinterpret_cast<void *>(Begin), End - Begin, MADV_RANDOM);
+}
 
 /// Text syntax starts with '<' (model header) or a '#' comment line; binary
 /// ModelProto starts with a field key (ir_version is 0x08).
@@ -205,6 +219,7 @@ ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
   if (!BufOrErr)
     return fileError(Path, BufOrErr.getError().message());
   llvm::StringRef Bytes = (*BufOrErr)->getBuffer();
+  adviseRandomAccess(Bytes);
 
   onnx::ModelProto Proto;
   uint64_t Skipped = 0;

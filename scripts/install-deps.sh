@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [--validation]   (--validation adds python3-torch for validate/ scripts)
 set -euo pipefail
 pkgs=(cmake ninja-build g++ clang llvm-19-dev llvm-19-tools libonnx-dev libprotobuf-dev
-      protobuf-compiler libfmt-dev googletest libgtest-dev libonnx-testdata librsvg2-bin
+      protobuf-compiler libfmt-dev zlib1g-dev libzstd-dev libncurses-dev googletest libgtest-dev libonnx-testdata librsvg2-bin
       python3-onnx python3-numpy)
 if [[ "${1:-}" == "--validation" ]]; then pkgs+=(python3-torch python3-torchvision); fi
 missing=()
