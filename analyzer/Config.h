@@ -16,6 +16,8 @@
 
 namespace ridge {
 
+struct Device;
+
 enum class OutputFormat { Text, Json, Csv };
 
 struct Config {
@@ -39,6 +41,14 @@ struct Config {
   enum class Recompute { None, Selective, Full };
   Optimizer Opt = Optimizer::AdamW;
   Recompute Recomp = Recompute::None;
+
+  // Roofline.
+  const Device *Dev = nullptr; ///< target device (the driver always sets one)
+  /// Add compute and memory time instead of taking the larger (a kernel
+  /// that does not overlap its loads with its arithmetic).
+  bool SumTerms = false;
+  /// fp32 matrix products on TF32 tensor cores (the device's tf32 peak).
+  bool TF32 = false;
 
   // Report.
   std::string Sort = "flops"; ///< flops | bytes | time | name | order

@@ -119,6 +119,12 @@ Error applyBindings(llvm::StringRef File, onnx::ModelProto &Proto,
                                      Name, Names));
     auto *TT = VI->mutable_type()->mutable_tensor_type();
     TT->clear_shape();
+    // Shapes the file stores for outputs and intermediates were computed for
+    // the old input shape: drop them so shape inference recomputes them.
+    G.clear_value_info();
+    for (auto &Out : *G.mutable_output())
+      if (Out.type().has_tensor_type())
+        Out.mutable_type()->mutable_tensor_type()->clear_shape();
     auto *S = TT->mutable_shape();
     for (int64_t D : Dims)
       S->add_dim()->set_dim_value(D);

@@ -9,11 +9,13 @@
 #include "passes/Format.h"
 #include "passes/GraphSummary.h"
 #include "passes/Passes.h"
+#include "passes/Roofline.h"
 #include "passes/TrainingStep.h"
 #include "llvm/Support/FormatAdapters.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace ridge;
@@ -58,13 +60,22 @@ std::vector<OpTypeTotal> byOpType(const CostResult &C) {
 }
 
 /// Rows in the order --sort asks for, cut to --top.
-std::vector<const NodeCost *> sortedRows(const CostResult &C, const Config &Cfg) {
+/// A node's step time (forward and backward phases, multiplier applied).
+double nodeSeconds(const CostResult &C, const RooflineResult &RL, const NodeCost *N) {
+  const NodeRoofline &R = RL.Nodes[N - C.Nodes.data()];
+  return (R.Fwd.Seconds + R.Bwd.Seconds) * N->Multiplier;
+}
+
+std::vector<const NodeCost *> sortedRows(const CostResult &C, const RooflineResult &RL,
+                                         const Config &Cfg) {
   std::vector<const NodeCost *> Rows;
   for (const NodeCost &NC : C.Nodes)
     Rows.push_back(&NC);
   auto Key = [&](const NodeCost *N) -> double {
     if (Cfg.Sort == "bytes")
       return (N->Fwd.Bytes + N->Bwd.Bytes) * N->Multiplier;
+    if (Cfg.Sort == "time")
+      return nodeSeconds(C, RL, N);
     return (N->Fwd.Flops + N->Bwd.Flops) * N->Multiplier;
   };
   if (Cfg.Sort == "name")
@@ -101,8 +112,16 @@ llvm::json::Object phaseJson(const PhaseCost &P) {
                             {"bytes", P.Bytes}};
 }
 
+llvm::json::Object phaseTimeJson(const PhaseTime &P) {
+  return llvm::json::Object{
+      {"seconds", P.Seconds},
+      {"intensity", std::isfinite(P.Intensity) ? llvm::json::Value(P.Intensity) : nullptr},
+      {"attainable_flops", P.Attainable},
+      {"bound", boundName(P.B)}};
+}
+
 void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
-               const TrainingStepResult &T, AnalysisManager &AM) {
+               const TrainingStepResult &T, const RooflineResult &RL, AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs;
   for (const NodeCost &NC : C.Nodes) {
@@ -128,6 +147,10 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       O["bwd_bytes"] = NC.Bwd.Bytes;
       O["saved_bytes"] = savedOf(NC, Cfg);
       O["needs_backward"] = NC.NeedsBackward;
+      const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
+      O["fwd_time"] = phaseTimeJson(R.Fwd);
+      if (NC.NeedsBackward)
+        O["bwd_time"] = phaseTimeJson(R.Bwd);
     } else {
       O["unmodeled_reason"] = NC.Unmodeled;
     }
@@ -153,6 +176,28 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
            {"dtype", Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : "as stored"},
            {"optimizer", optimizerName(Cfg.Opt)},
            {"recompute", recomputeName(Cfg.Recomp)}}},
+      {"device",
+       llvm::json::Object{{"name", RL.Dev->Name},
+                          {"source", RL.Dev->SourcePath},
+                          {"step_dtype", dtypeName(RL.StepType)},
+                          {"peak_flops", RL.MatrixPeak},
+                          {"vector_peak_flops", RL.VectorPeak},
+                          {"memory_bandwidth", RL.Bandwidth},
+                          {"ridge_point", RL.RidgePoint},
+                          {"efficiency_compute", RL.Dev->EffCompute},
+                          {"efficiency_memory", RL.Dev->EffMemory},
+                          {"launch_overhead", RL.Dev->LaunchOverhead},
+                          {"overlap", !Cfg.SumTerms}}},
+      {"time",
+       llvm::json::Object{{"fwd_seconds", RL.FwdSeconds},
+                          {"bwd_seconds", RL.BwdSeconds},
+                          {"recompute_seconds", RL.RecomputeSeconds},
+                          {"optimizer_seconds", RL.OptimizerSeconds},
+                          {"step_seconds", RL.stepSeconds()},
+                          {"memory_bound_share",
+                           RL.stepSeconds() > 0 ? RL.MemoryBoundSeconds / RL.stepSeconds() : 0.0},
+                          {"mfu", RL.MFU}}},
+      {"memory_fits", T.totalBytes() <= RL.Dev->MemCapacity},
       {"inputs", std::move(Inputs)},
       {"outputs", std::move(Outputs)},
       {"node_count", int64_t(S.Nodes)},
@@ -181,18 +226,18 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   *Cfg.Out << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
 }
 
-void printCsv(const CostResult &C, const Config &Cfg) {
+void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) {
   llvm::raw_ostream &OS = *Cfg.Out;
   OS << "name,op,domain,outputs,modeled,multiplier,fwd_flops,macs,transcendentals,"
         "fwd_bytes,bwd_flops,bwd_macs,bwd_transcendentals,bwd_bytes,saved_bytes,"
-        "unmodeled_reason\n";
+        "fwd_seconds,bwd_seconds,fwd_bound,bwd_bound,unmodeled_reason\n";
   auto Quote = [](llvm::StringRef S) {
     std::string Q = "\"";
     for (char Ch : S)
       Q += Ch == '"' ? std::string("\"\"") : std::string(1, Ch);
     return Q + "\"";
   };
-  for (const NodeCost *NC : sortedRows(C, Cfg)) {
+  for (const NodeCost *NC : sortedRows(C, RL, Cfg)) {
     OS << Quote(NC->N->Name) << ',' << NC->N->OpType << ',' << NC->N->domainName()
        << ',' << Quote(outputTypes(*NC->N)) << ',' << (NC->Modeled ? 1 : 0) << ','
        << exactNumber(NC->Multiplier);
@@ -200,12 +245,25 @@ void printCsv(const CostResult &C, const Config &Cfg) {
                      NC->Fwd.Bytes, NC->Bwd.Flops, NC->Bwd.Macs,
                      NC->Bwd.Transcendentals, NC->Bwd.Bytes, savedOf(*NC, Cfg)})
       OS << ',' << exactNumber(X);
-    OS << ',' << Quote(NC->Unmodeled) << '\n';
+    const NodeRoofline &R = RL.Nodes[NC - C.Nodes.data()];
+    OS << ',' << llvm::formatv("{0:e}", R.Fwd.Seconds) << ','
+       << llvm::formatv("{0:e}", R.Bwd.Seconds) << ',' << boundName(R.Fwd.B) << ','
+       << boundName(R.Bwd.B) << ',' << Quote(NC->Unmodeled) << '\n';
   }
 }
 
+std::string seconds(double S) {
+  if (S == 0)
+    return "0";
+  if (S >= 1)
+    return llvm::formatv("{0:F2} s", S).str();
+  if (S >= 1e-3)
+    return llvm::formatv("{0:F2} ms", S * 1e3).str();
+  return llvm::formatv("{0:F1} us", S * 1e6).str();
+}
+
 void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
-               const TrainingStepResult &T, const Config &Cfg) {
+               const TrainingStepResult &T, const RooflineResult &RL, const Config &Cfg) {
   llvm::raw_ostream &OS = *Cfg.Out;
   OS << "model: " << M.Path << " (" << S.Nodes << " nodes, "
      << withCommas(T.Params) << " trainable parameters)\n";
@@ -217,9 +275,15 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   OS << "training step: "
      << (Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : std::string("dtype as stored"))
      << ", " << optimizerName(Cfg.Opt) << ", recompute " << recomputeName(Cfg.Recomp)
-     << "\n\n";
+     << "\n";
+  OS << formatv("device: {0} ({1} peak {2}, {3}, ridge point {4:F1} FLOP/B; "
+                "efficiency compute {5}, memory {6}; {7})\n\n",
+                RL.Dev->Name, dtypeName(RL.StepType), siNumber(RL.MatrixPeak, "FLOP/s"),
+                siNumber(RL.Bandwidth, "B/s"), RL.RidgePoint, RL.Dev->EffCompute,
+                RL.Dev->EffMemory,
+                Cfg.SumTerms ? "time = compute + memory" : "time = max(compute, memory)");
 
-  auto Rows = sortedRows(C, Cfg);
+  auto Rows = sortedRows(C, RL, Cfg);
   size_t NameW = 4, OpW = 2, OutW = 6;
   for (const NodeCost *NC : Rows) {
     NameW = std::min<size_t>(40, std::max(NameW, NC->N->Name.size()));
@@ -229,11 +293,11 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   auto Clip = [](std::string S, size_t W) {
     return S.size() <= W ? S : S.substr(0, W - 1) + "~";
   };
-  OS << formatv("{0} {1} {2} {3,10} {4,10} {5,10} {6,10} {7,10}\n",
+  OS << formatv("{0} {1} {2} {3,10} {4,10} {5,10} {6,10} {7,8} {8,10} {9,-8} {10,10}\n",
                 llvm::fmt_align("node", llvm::AlignStyle::Left, NameW),
                 llvm::fmt_align("op", llvm::AlignStyle::Left, OpW),
                 llvm::fmt_align("output", llvm::AlignStyle::Left, OutW), "fwd FLOP",
-                "bwd FLOP", "MACs", "bytes", "saved");
+                "bwd FLOP", "MACs", "bytes", "FLOP/B", "time", "bound", "saved");
   for (const NodeCost *NC : Rows) {
     OS << formatv("{0} {1} {2} ",
                   llvm::fmt_align(Clip(NC->N->Name, NameW), llvm::AlignStyle::Left, NameW),
@@ -244,9 +308,22 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       continue;
     }
     double K = NC->Multiplier;
-    OS << formatv("{0,10} {1,10} {2,10} {3,10} {4,10}", siNumber(NC->Fwd.Flops * K),
+    const NodeRoofline &R = RL.Nodes[NC - C.Nodes.data()];
+    std::string Intensity = std::isfinite(R.Fwd.Intensity)
+                                ? formatv("{0:F1}", R.Fwd.Intensity).str()
+                                : std::string("-");
+    std::string BoundStr = boundName(R.Fwd.B);
+    // Memory-bound rows stand out: upper case, and yellow on a terminal.
+    if (R.Fwd.B == Bound::Memory)
+      BoundStr = Cfg.Color ? "\x1b[33mMEMORY\x1b[0m  " : "MEMORY";
+    OS << formatv("{0,10} {1,10} {2,10} {3,10} {4,8} {5,10} {6} {7,10}",
+                  siNumber(NC->Fwd.Flops * K),
                   NC->NeedsBackward ? siNumber(NC->Bwd.Flops * K) : std::string("-"),
                   siNumber(NC->Fwd.Macs * K), siNumber((NC->Fwd.Bytes + NC->Bwd.Bytes) * K, "B"),
+                  Intensity, seconds(nodeSeconds(C, RL, NC)),
+                  Cfg.Color && R.Fwd.B == Bound::Memory
+                      ? BoundStr
+                      : formatv("{0,-8}", BoundStr).str(),
                   siNumber(savedOf(*NC, Cfg) * K, "B"));
     if (K != 1)
       OS << "  x" << exactNumber(K);
@@ -256,7 +333,9 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
     OS << formatv("({0} more rows; --top 0 shows all)\n", C.Nodes.size() - Rows.size());
 
   OS << "\nper op type:\n";
-  size_t TypeW = std::max<size_t>(OpW, 8);
+  size_t TypeW = 8;
+  for (const OpTypeTotal &T : byOpType(C))
+    TypeW = std::max(TypeW, T.Op.size());
   OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5}\n",
                 llvm::fmt_align("op", llvm::AlignStyle::Left, TypeW), "nodes",
                 "fwd", "bwd", "bytes", "share");
@@ -280,12 +359,61 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
     Phase("recompute", PhaseCost{T.RecomputeFlops, 0, 0, T.RecomputeBytes});
   Phase("optimizer", T.Optimizer);
   OS << formatv("  {0,-10} {1,12}\n", "step", siNumber(T.stepFlops(C), "FLOP"));
+  double Step = RL.stepSeconds();
+  OS << formatv("step time on {0}: {1} (forward {2}, backward {3}", RL.Dev->Name,
+                seconds(Step), seconds(RL.FwdSeconds), seconds(RL.BwdSeconds));
+  if (RL.RecomputeSeconds > 0)
+    OS << ", recompute " << seconds(RL.RecomputeSeconds);
+  OS << formatv(", optimizer {0}); {1:P1} of it in memory-bound ops; MFU {2:P1}\n",
+                seconds(RL.OptimizerSeconds), Step > 0 ? RL.MemoryBoundSeconds / Step : 0.0,
+                RL.MFU);
+  // Top ops by time, and the op types a higher-intensity implementation
+  // (fusion, another partitioning) would speed up most: the time a
+  // memory-bound phase spends above its compute time.
+  std::vector<const NodeCost *> ByTime;
+  for (const NodeCost &NC : C.Nodes)
+    ByTime.push_back(&NC);
+  std::stable_sort(ByTime.begin(), ByTime.end(), [&](auto *A, auto *B) {
+    return nodeSeconds(C, RL, A) > nodeSeconds(C, RL, B);
+  });
+  OS << "top ops by time:";
+  for (size_t I = 0; I < std::min<size_t>(5, ByTime.size()); ++I) {
+    const NodeCost *NC = ByTime[I];
+    if (nodeSeconds(C, RL, NC) <= 0)
+      break;
+    OS << formatv(" {0} ({1}, {2}, {3:P0})", NC->N->Name, opName(*NC->N),
+                  boundName(RL.Nodes[NC - C.Nodes.data()].Fwd.B),
+                  Step > 0 ? nodeSeconds(C, RL, NC) / Step : 0.0);
+    OS << (I + 1 < std::min<size_t>(5, ByTime.size()) ? "," : "");
+  }
+  OS << '\n';
+  std::map<std::string, double> Gain;
+  for (const NodeCost &NC : C.Nodes) {
+    const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
+    for (const PhaseTime *P : {&R.Fwd, &R.Bwd})
+      if (P->B == Bound::Memory)
+        Gain[opName(*NC.N)] += (P->MemoryS - std::max(P->ComputeS, P->TranscS)) * NC.Multiplier;
+  }
+  std::vector<std::pair<std::string, double>> Gains(Gain.begin(), Gain.end());
+  std::stable_sort(Gains.begin(), Gains.end(),
+                   [](auto &A, auto &B) { return A.second > B.second; });
+  if (!Gains.empty()) {
+    OS << "memory-bound time above compute time, by op type (what fusion or a "
+          "higher-intensity kernel could save):";
+    for (size_t I = 0; I < std::min<size_t>(5, Gains.size()); ++I)
+      OS << formatv(" {0} {1}{2}", Gains[I].first, seconds(Gains[I].second),
+                    I + 1 < std::min<size_t>(5, Gains.size()) ? "," : "");
+    OS << '\n';
+  }
   OS << "memory: weights " << siNumber(T.WeightBytes, "B");
   if (T.MasterWeightBytes > 0)
     OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
   OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
      << siNumber(T.OptimizerStateBytes, "B") << " + activations "
-     << siNumber(T.ActivationBytes, "B") << " = " << siNumber(T.totalBytes(), "B") << '\n';
+     << siNumber(T.ActivationBytes, "B") << " = " << siNumber(T.totalBytes(), "B")
+     << formatv(" ({0} {1} of {2})\n",
+                T.totalBytes() <= RL.Dev->MemCapacity ? "fits" : "DOES NOT FIT", RL.Dev->Name,
+                siNumber(RL.Dev->MemCapacity, "B"));
   size_t Total = C.ModeledNodes + C.UnmodeledNodes;
   OS << formatv("coverage: {0} of {1} nodes modeled ({2:P1}); {3:P1} of estimated "
                 "forward FLOPs\n",
@@ -307,15 +435,18 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
   auto T = AM.getResult<TrainingStepAnalysis>();
   if (!T)
     return T.takeError();
+  auto RL = AM.getResult<RooflineAnalysis>();
+  if (!RL)
+    return RL.takeError();
   switch (AM.config().Format) {
   case OutputFormat::Json:
-    printJson(M, *S, *C, *T, AM);
+    printJson(M, *S, *C, *T, *RL, AM);
     break;
   case OutputFormat::Csv:
-    printCsv(*C, AM.config());
+    printCsv(*C, *RL, AM.config());
     break;
   case OutputFormat::Text:
-    printText(M, *S, *C, *T, AM.config());
+    printText(M, *S, *C, *T, *RL, AM.config());
     break;
   }
   return llvm::Error::success();

@@ -4,6 +4,7 @@
 // runs it, prints diagnostics. Nothing else lives here.
 //
 //===----------------------------------------------------------------------===//
+#include "analyzer/Device.h"
 #include "analyzer/Loader.h"
 #include "passes/Passes.h"
 #include "llvm/Support/CommandLine.h"
@@ -21,6 +22,8 @@ static cl::SubCommand PrintCmd("print", "Print the IR with inferred shapes");
 static cl::SubCommand AnalyzeCmd(
     "analyze", "Per-op forward/backward FLOPs, bytes and memory of a training step");
 static cl::SubCommand RunCmd("run", "Run the pass pipeline given by --passes");
+static cl::SubCommand DevicesCmd("devices",
+                                 "List the device descriptions and their ridge points");
 
 #define MODEL_SUBS cl::sub(PrintCmd), cl::sub(AnalyzeCmd), cl::sub(RunCmd)
 
@@ -84,11 +87,22 @@ static cl::opt<int64_t> TripCount(
 static cl::opt<bool> Strict("strict", cl::desc("Fail if any op cannot be costed"),
                             MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<std::string> SortOpt(
-    "sort", cl::desc("Order of per-node rows: flops, bytes, name or order (topological)"),
+    "sort", cl::desc("Order of per-node rows: flops, bytes, time, name or order (topological)"),
     cl::init("flops"), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
 static cl::opt<unsigned> TopOpt("top", cl::desc("Print only the first N per-node rows (0: all)"),
                                 cl::init(0), cl::sub(AnalyzeCmd), cl::sub(RunCmd),
                                 cl::cat(RidgeCat));
+static cl::opt<std::string> DeviceName(
+    "device", cl::desc("Target device by name or alias (see 'ridge devices'); default H100-SXM5-80GB"),
+    cl::value_desc("NAME"), cl::init("H100-SXM5-80GB"), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<std::string> DeviceFile(
+    "device-file", cl::desc("Read the target device from this YAML file (see devices/README.md)"),
+    cl::value_desc("PATH"), MODEL_SUBS, cl::sub(DevicesCmd), cl::cat(RidgeCat));
+static cl::opt<bool> NoOverlap(
+    "no-overlap", cl::desc("Add compute and memory time per op instead of taking the larger"),
+    MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<bool> TF32Opt("tf32", cl::desc("Run fp32 matrix products on TF32 tensor cores"),
+                             MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the passes --passes accepts"),
                                 cl::cat(RidgeCat));
 
@@ -103,13 +117,15 @@ int main(int argc, char **argv) {
     OS << "ridge " << RIDGE_VERSION << " (ONNX 1.12 opsets up to 17 inferred, LLVM "
        << LLVM_VERSION_STRING << ")\n";
   });
-  for (cl::SubCommand *S : {&cl::SubCommand::getTopLevel(), &PrintCmd, &AnalyzeCmd, &RunCmd})
+  for (cl::SubCommand *S :
+       {&cl::SubCommand::getTopLevel(), &PrintCmd, &AnalyzeCmd, &RunCmd, &DevicesCmd})
     cl::HideUnrelatedOptions(RidgeCat, *S);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ridge: training cost, roofline and parallelism analysis of ONNX models\n\n"
       "  ridge analyze MODEL     summary of the model\n"
       "  ridge print MODEL       the IR with inferred shapes\n"
+      "  ridge devices           the target devices and their ridge points\n"
       "  ridge run MODEL --passes=a,b\n");
 
   if (ListPasses) {
@@ -117,6 +133,33 @@ int main(int argc, char **argv) {
     printPassList(llvm::outs());
     return 0;
   }
+  // Devices: the shipped folder, or one file.
+  std::vector<Device> Devices;
+  if (!DeviceFile.empty()) {
+    auto D = loadDeviceFile(DeviceFile);
+    if (!D)
+      return fail(D.takeError());
+    Devices.push_back(std::move(*D));
+  } else {
+    auto Ds = loadDeviceDir(defaultDeviceDir(argv[0], RIDGE_SOURCE_DEVICES_DIR));
+    if (!Ds)
+      return fail(Ds.takeError());
+    Devices = std::move(*Ds);
+  }
+  if (DevicesCmd) {
+    printDeviceTable(Devices, llvm::outs());
+    return 0;
+  }
+  const Device *Dev = nullptr;
+  if (!DeviceFile.empty()) {
+    Dev = &Devices.front();
+  } else {
+    auto D = findDevice(Devices, DeviceName);
+    if (!D)
+      return fail(D.takeError());
+    Dev = *D;
+  }
+
   if (!PrintCmd && !AnalyzeCmd && !RunCmd) {
     llvm::errs() << "ridge: error: no subcommand given (try 'ridge --help')\n";
     return 1;
@@ -174,10 +217,14 @@ int main(int argc, char **argv) {
   if (TripCount >= 0)
     C.TripCount = TripCount;
   C.Strict = Strict;
-  if (SortOpt != "flops" && SortOpt != "bytes" && SortOpt != "name" && SortOpt != "order")
-    return fail(usageError("--sort '" + SortOpt + "': expected flops, bytes, name or order"));
+  if (SortOpt != "flops" && SortOpt != "bytes" && SortOpt != "time" && SortOpt != "name" &&
+      SortOpt != "order")
+    return fail(usageError("--sort '" + SortOpt + "': expected flops, bytes, time, name or order"));
   C.Sort = SortOpt;
   C.Top = TopOpt;
+  C.Dev = Dev;
+  C.SumTerms = NoOverlap;
+  C.TF32 = TF32Opt;
   int RC = 0;
   {
     AnalysisManager AM(**M, C, Diags, &Timer);

@@ -1,0 +1,71 @@
+//===- CostTest.cpp - Formula helpers, the op table, roofline placement ---===//
+#include "passes/CostModel.h"
+#include "passes/Roofline.h"
+#include "passes/TrainingStep.h"
+#include "llvm/ADT/StringSet.h"
+#include <gtest/gtest.h>
+
+using namespace ridge;
+
+TEST(Formulas, MatmulMacsIsBatchTimesMNK) {
+  EXPECT_EQ(formulas::matmulMacs(1, 64, 128, 256), 64.0 * 128 * 256);
+  EXPECT_EQ(formulas::matmulMacs(8, 2, 3, 4), 8.0 * 2 * 3 * 4);
+}
+
+TEST(Formulas, ConvMacsCountsEveryTap) {
+  // ResNet's first layer: 1x3x224x224, 64 filters 7x7 stride 2 -> 112x112.
+  EXPECT_EQ(formulas::convMacs(1, 64, 112 * 112, 3, 7 * 7), 118013952.0);
+}
+
+TEST(OpTable, EveryRowIsUniqueAndFindable) {
+  llvm::StringSet<> Seen;
+  for (const OpRule &R : allOpRules()) {
+    std::string Key = std::string(R.Domain) + ":" + R.Name;
+    EXPECT_TRUE(Seen.insert(Key).second) << "duplicate rule " << Key;
+    EXPECT_EQ(findOpRule(R.Domain, R.Name), &R);
+  }
+  EXPECT_EQ(findOpRule("", "NoSuchOp"), nullptr);
+  EXPECT_EQ(findOpRule("com.microsoft", "MatMul"), nullptr);
+  EXPECT_NE(findOpRule("com.microsoft", "Attention"), nullptr);
+  // Statistics and shapes never carry gradients.
+  EXPECT_EQ(findOpRule("", "BatchNormalization")->NonDiffInputs, 0x18u);
+  EXPECT_EQ(findOpRule("", "Reshape")->NonDiffInputs, 0x2u);
+}
+
+TEST(Optimizer, PerParameterCosts) {
+  EXPECT_EQ(optimizerCost(Config::Optimizer::SGD).FlopsPerParam, 2);
+  EXPECT_EQ(optimizerCost(Config::Optimizer::Momentum).StateBytesPerParam, 4);
+  EXPECT_EQ(optimizerCost(Config::Optimizer::Adam).FlopsPerParam, 13);
+  EXPECT_EQ(optimizerCost(Config::Optimizer::AdamW).FlopsPerParam, 15);
+  EXPECT_EQ(optimizerCost(Config::Optimizer::AdamW).StateBytesPerParam, 8);
+}
+
+TEST(Roofline, BoundFlipsAtTheRidgePoint) {
+  // pi = 100 FLOP/s, beta = 10 B/s: ridge point 10 FLOP/B.
+  PhaseCost Below{90, 45, 0, 10}; // I = 9
+  PhaseCost Above{110, 55, 0, 10}; // I = 11
+  PhaseTime B = placePhase(Below, 100, 100, 10, 0, 0, false);
+  PhaseTime A = placePhase(Above, 100, 100, 10, 0, 0, false);
+  EXPECT_EQ(B.B, Bound::Memory);
+  EXPECT_DOUBLE_EQ(B.Seconds, 1.0);       // 10 B / 10 B/s
+  EXPECT_DOUBLE_EQ(B.Attainable, 90.0);   // beta * I
+  EXPECT_EQ(A.B, Bound::Compute);
+  EXPECT_DOUBLE_EQ(A.Seconds, 1.1);       // 110 FLOP / 100 FLOP/s
+  EXPECT_DOUBLE_EQ(A.Attainable, 100.0);  // pi
+}
+
+TEST(Roofline, SumTermsAndLaunchFloor) {
+  PhaseCost P{100, 0, 0, 10};
+  EXPECT_DOUBLE_EQ(placePhase(P, 100, 100, 10, 0, 0, true).Seconds, 2.0);
+  PhaseTime L = placePhase(P, 100, 100, 10, 0, 5, false);
+  EXPECT_DOUBLE_EQ(L.Seconds, 6.0);
+  EXPECT_EQ(L.B, Bound::Launch);
+  // A view moves nothing and launches nothing.
+  EXPECT_DOUBLE_EQ(placePhase(PhaseCost{}, 100, 100, 10, 0, 5, false).Seconds, 0.0);
+}
+
+TEST(Roofline, MatrixAndVectorFlopsUseTheirOwnPeaks) {
+  // 2*MACs = 100 at 100 FLOP/s, 10 more FLOPs at 10 FLOP/s: 2 s compute.
+  PhaseCost P{110, 50, 0, 1};
+  EXPECT_DOUBLE_EQ(placePhase(P, 100, 10, 1000, 0, 0, false).ComputeS, 2.0);
+}
