@@ -19,6 +19,8 @@ if config.sanitized:
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
     config.available_features.add("sanitized")
 
+# Longer names first: lit substitutes in order, and %ridge is a prefix.
+config.substitutions.append(("%ridge_bindir", config.ridge_tools_dir))
 config.substitutions.append(("%ridge", os.path.join(config.ridge_tools_dir, "ridge")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%testdata", config.onnx_testdata_dir))
