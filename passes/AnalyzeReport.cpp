@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
 #include "passes/Format.h"
+#include "passes/Fusion.h"
 #include "passes/GraphSummary.h"
 #include "passes/Passes.h"
 #include "passes/Roofline.h"
@@ -121,7 +122,8 @@ llvm::json::Object phaseTimeJson(const PhaseTime &P) {
 }
 
 void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
-               const TrainingStepResult &T, const RooflineResult &RL, AnalysisManager &AM) {
+               const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
+               AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs;
   for (const NodeCost &NC : C.Nodes) {
@@ -198,6 +200,13 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                            RL.stepSeconds() > 0 ? RL.MemoryBoundSeconds / RL.stepSeconds() : 0.0},
                           {"mfu", RL.MFU}}},
       {"memory_fits", T.totalBytes() <= RL.Dev->MemCapacity},
+      {"fusion",
+       llvm::json::Object{{"groups", int64_t(F.Groups.size())},
+                          {"fused_ops", int64_t(F.FusedOps)},
+                          {"bytes_before", F.BytesBefore},
+                          {"bytes_after", F.BytesAfter},
+                          {"step_seconds_before", F.StepSecondsBefore},
+                          {"step_seconds_after", F.StepSecondsAfter}}},
       {"inputs", std::move(Inputs)},
       {"outputs", std::move(Outputs)},
       {"node_count", int64_t(S.Nodes)},
@@ -263,7 +272,8 @@ std::string seconds(double S) {
 }
 
 void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
-               const TrainingStepResult &T, const RooflineResult &RL, const Config &Cfg) {
+               const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
+               const Config &Cfg) {
   llvm::raw_ostream &OS = *Cfg.Out;
   OS << "model: " << M.Path << " (" << S.Nodes << " nodes, "
      << withCommas(T.Params) << " trainable parameters)\n";
@@ -405,6 +415,13 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                     I + 1 < std::min<size_t>(5, Gains.size()) ? "," : "");
     OS << '\n';
   }
+  if (F.FusedOps)
+    OS << formatv("fusion what-if: {0} element-wise/normalization ops fused into {1} "
+                  "producers: bytes {2} -> {3}, step time {4} -> {5} ({6:P1})\n",
+                  F.FusedOps, F.Groups.size(), siNumber(F.BytesBefore, "B"),
+                  siNumber(F.BytesAfter, "B"), seconds(F.StepSecondsBefore),
+                  seconds(F.StepSecondsAfter),
+                  F.StepSecondsBefore > 0 ? F.StepSecondsAfter / F.StepSecondsBefore - 1 : 0.0);
   OS << "memory: weights " << siNumber(T.WeightBytes, "B");
   if (T.MasterWeightBytes > 0)
     OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
@@ -438,15 +455,18 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
   auto RL = AM.getResult<RooflineAnalysis>();
   if (!RL)
     return RL.takeError();
+  auto F = AM.getResult<FusionAnalysis>();
+  if (!F)
+    return F.takeError();
   switch (AM.config().Format) {
   case OutputFormat::Json:
-    printJson(M, *S, *C, *T, *RL, AM);
+    printJson(M, *S, *C, *T, *RL, *F, AM);
     break;
   case OutputFormat::Csv:
     printCsv(*C, *RL, AM.config());
     break;
   case OutputFormat::Text:
-    printText(M, *S, *C, *T, *RL, AM.config());
+    printText(M, *S, *C, *T, *RL, *F, AM.config());
     break;
   }
   return llvm::Error::success();

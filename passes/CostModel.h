@@ -130,6 +130,11 @@ struct OpRule {
 /// (view, metadata and control-flow rules need none), else sets Unmodeled.
 void applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out);
 
+/// What kind of kernel an op is, for fusion: element-wise ops and
+/// normalizations fuse into their producer, views are free.
+enum class OpClass { ElementWise, Normalization, View, Matrix, Other };
+OpClass opClass(const OpRule &Rule);
+
 /// The rule for (domain, op type), or nullptr when ridge has none.
 const OpRule *findOpRule(llvm::StringRef Domain, llvm::StringRef OpType);
 /// Every rule in the table, for --list-ops and the coverage tests.

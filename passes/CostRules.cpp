@@ -1104,6 +1104,31 @@ const OpRule *ridge::findOpRule(llvm::StringRef Domain, llvm::StringRef OpType) 
 
 llvm::ArrayRef<OpRule> ridge::allOpRules() { return Rules; }
 
+OpClass ridge::opClass(const OpRule &Rule) {
+  CostRuleFn F = Rule.Fn;
+  // Families of the table: the templated unary/binary rows are element-wise.
+#define RIDGE_UNARY(D, Op, Fl, T, BF, BT, S)                                   \
+  if (F == unaryT<Fl, T, BF, BT, Save::S>)                                     \
+    return OpClass::ElementWise;
+#define RIDGE_BINARY(D, Op, Fl, T, BF, BT, S)                                  \
+  if (F == binaryT<Fl, T, BF, BT, Save::S>)                                    \
+    return OpClass::ElementWise;
+#include "passes/OpCosts.def"
+  for (CostRuleFn E : {unaryNoGrad, compareNoGrad, quantize, where, cast, dropout, trilu})
+    if (F == E)
+      return OpClass::ElementWise;
+  for (CostRuleFn N : {batchNorm, instanceNorm, layerNorm, groupNorm, rmsNorm, skipLayerNorm,
+                       skipRmsNorm, meanVarianceNorm, lpNorm, softmax, logSoftmax})
+    if (F == N)
+      return OpClass::Normalization;
+  if (F == view)
+    return OpClass::View;
+  for (CostRuleFn X : {matmul, gemm, einsum, conv, convTranspose, qlinearMatmul, qlinearConv})
+    if (F == X)
+      return OpClass::Matrix;
+  return OpClass::Other;
+}
+
 void ridge::applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out) {
   bool ShapeFree = Rule.Fn == view || Rule.Fn == metadata || Rule.Fn == controlFlow;
   if (!ShapeFree && !requireShapes(C, Out))

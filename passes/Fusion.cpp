@@ -1,0 +1,140 @@
+//===- Fusion.cpp - What-if: fuse element-wise chains into producers ------===//
+#include "passes/Fusion.h"
+#include "passes/Format.h"
+#include "passes/Passes.h"
+#include "llvm/Support/FormatVariadic.h"
+#include <map>
+
+using namespace ridge;
+
+namespace {
+
+bool joinsProducer(const Node &N) {
+  const OpRule *R = findOpRule(N.Domain, N.OpType);
+  if (!R)
+    return false;
+  OpClass C = opClass(*R);
+  return C == OpClass::ElementWise || C == OpClass::Normalization || C == OpClass::View;
+}
+
+double valueBytes(const Value *V, const Config &Cfg) {
+  return V->numElements().value_or(0) *
+         (Cfg.ComputeDType && isFloatingPoint(V->Elem) ? dtypeBytes(*Cfg.ComputeDType)
+                                                       : dtypeBytes(V->Elem));
+}
+
+} // namespace
+
+llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  auto RL = AM.getResult<RooflineAnalysis>();
+  if (!RL)
+    return RL.takeError();
+  const Config &Cfg = AM.config();
+  const Device &D = *RL->Dev;
+  FusionResult R;
+
+  // Union into the producer's group: Group[i] is the group id of node i.
+  llvm::DenseMap<const Node *, size_t> IndexOf;
+  for (size_t I = 0; I < C->Nodes.size(); ++I)
+    IndexOf[C->Nodes[I].N] = I;
+  std::vector<size_t> Group(C->Nodes.size());
+  for (size_t I = 0; I < Group.size(); ++I)
+    Group[I] = I;
+  // Interior tensors: written by one member, read only by another.
+  std::vector<std::vector<const Value *>> Interior(C->Nodes.size());
+  for (size_t I = 0; I < C->Nodes.size(); ++I) {
+    const NodeCost &NC = C->Nodes[I];
+    if (!NC.Modeled || !joinsProducer(*NC.N))
+      continue;
+    for (const Value *In : NC.N->Inputs) {
+      if (!In || !In->Producer || In->IsGraphOutput || In->Users.size() != 1 ||
+          In->Producer->Parent != NC.N->Parent)
+        continue;
+      auto P = IndexOf.find(In->Producer);
+      if (P == IndexOf.end() || !C->Nodes[P->second].Modeled)
+        continue;
+      const Node &Prod = *In->Producer;
+      const OpRule *PR = findOpRule(Prod.Domain, Prod.OpType);
+      if (!PR || Prod.OpType == "If" || Prod.OpType == "Loop" || Prod.OpType == "Scan")
+        continue;
+      Group[I] = Group[P->second];
+      // A view aliases its input and reads nothing: the tensor is saved only
+      // when a real consumer of the view's output joins the group too.
+      if (opClass(*findOpRule(NC.N->Domain, NC.N->OpType)) != OpClass::View)
+        Interior[Group[I]].push_back(In);
+      break; // one producer edge per op: a chain, as loop fusion builds
+    }
+  }
+  // Collect groups in program order.
+  std::map<size_t, FusionGroup> ById;
+  for (size_t I = 0; I < C->Nodes.size(); ++I) {
+    const NodeCost &NC = C->Nodes[I];
+    FusionGroup &G = ById[Group[I]];
+    G.Members.push_back(I);
+    G.Multiplier = NC.Multiplier;
+    G.Fwd += NC.Fwd;
+    G.Bwd += NC.Bwd;
+    G.NeedsBackward |= NC.NeedsBackward;
+  }
+  double Beta = D.MemBandwidth * D.EffMemory;
+  double Vector = RL->VectorPeak * D.EffCompute;
+  double Tau = D.TranscendentalsPerS * D.EffCompute;
+  for (auto &[Id, G] : ById) {
+    for (const Value *V : Interior[Id]) {
+      double B = valueBytes(V, Cfg);
+      G.Fwd.Bytes -= 2 * B;
+      if (G.NeedsBackward)
+        G.Bwd.Bytes -= 2 * B; // its gradient is written and read inside too
+      G.SavedBytes += (G.NeedsBackward ? 4 : 2) * B;
+    }
+    G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
+    G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
+    const NodeRoofline &First = RL->Nodes[G.Members.front()];
+    double Pi = (First.Type == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
+                     ? D.Tf32Flops
+                     : D.peak(First.Type).value_or(RL->VectorPeak)) *
+                D.EffCompute;
+    G.FwdTime = placePhase(G.Fwd, Pi, Vector, Beta, Tau, D.LaunchOverhead, Cfg.SumTerms);
+    if (G.NeedsBackward)
+      G.BwdTime = placePhase(G.Bwd, Pi, Vector, Beta, Tau, D.LaunchOverhead, Cfg.SumTerms);
+    R.BytesAfter += (G.Fwd.Bytes + G.Bwd.Bytes) * G.Multiplier;
+    R.StepSecondsAfter += (G.FwdTime.Seconds + G.BwdTime.Seconds) * G.Multiplier;
+    if (G.Members.size() > 1) {
+      R.FusedOps += G.Members.size() - 1;
+      R.Groups.push_back(G);
+    }
+  }
+  for (const NodeCost &NC : C->Nodes)
+    R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.Multiplier;
+  double Rest = RL->RecomputeSeconds + RL->OptimizerSeconds;
+  R.StepSecondsBefore = RL->stepSeconds();
+  R.StepSecondsAfter += Rest;
+  return R;
+}
+
+llvm::Error PrintFusionPass::run(Model &M, AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  auto F = AM.getResult<FusionAnalysis>();
+  if (!F)
+    return F.takeError();
+  llvm::raw_ostream &OS = *AM.config().Out;
+  for (const FusionGroup &G : F->Groups) {
+    OS << "fusion group:";
+    for (size_t I : G.Members)
+      OS << ' ' << C->Nodes[I].N->Name;
+    OS << " fwd_bytes=" << exactNumber(G.Fwd.Bytes);
+    if (G.NeedsBackward)
+      OS << " bwd_bytes=" << exactNumber(G.Bwd.Bytes);
+    OS << " saved_bytes=" << exactNumber(G.SavedBytes) << '\n';
+  }
+  OS << llvm::formatv("fusion: {0} groups, {1} ops fused; bytes {2} -> {3}; step "
+                      "{4:e} s -> {5:e} s\n",
+                      F->Groups.size(), F->FusedOps, exactNumber(F->BytesBefore),
+                      exactNumber(F->BytesAfter), F->StepSecondsBefore, F->StepSecondsAfter);
+  return llvm::Error::success();
+}
