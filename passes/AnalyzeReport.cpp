@@ -366,7 +366,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   Phase("forward", C.Fwd);
   Phase("backward", C.Bwd);
   if (T.RecomputeFlops > 0)
-    Phase("recompute", PhaseCost{T.RecomputeFlops, 0, 0, T.RecomputeBytes});
+    Phase("recompute", PhaseCost{T.RecomputeFlops, T.RecomputeMacs, 0, T.RecomputeBytes});
   Phase("optimizer", T.Optimizer);
   OS << formatv("  {0,-10} {1,12}\n", "step", siNumber(T.stepFlops(C), "FLOP"));
   double Step = RL.stepSeconds();

@@ -98,12 +98,8 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
     for (const PhaseTime *P : {&NR.Fwd, &NR.Bwd})
       if (P->B == Bound::Memory)
         R.MemoryBoundSeconds += P->Seconds * K;
-    // Recomputation replays forward phases: all of them (full) or those of
-    // the ops that are not matrix products (selective).
-    if (NC.Modeled && NC.NeedsBackward &&
-        (Cfg.Recomp == Config::Recompute::Full ||
-         (Cfg.Recomp == Config::Recompute::Selective && NC.Fwd.Macs == 0)) &&
-        T->RecomputeFlops > 0)
+    // Recomputation replays the forward phases TrainingStep marked.
+    if (T->Recomputed[&NC - C->Nodes.data()])
       R.RecomputeSeconds += NR.Fwd.Seconds * K;
     R.Nodes.push_back(NR);
   }

@@ -67,7 +67,7 @@ double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes,
 /// that cut the main graph (between two positions of the topological order
 /// exactly one non-parameter tensor is live), and recompute each segment's
 /// forward during the backward. Memory = checkpoints + the largest segment's
-/// saved tensors; extra FLOPs = one more forward.
+/// saved tensors; extra FLOPs = one more forward of every segment but the last.
 void fullRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
                    TrainingStepResult &R) {
   const Graph &G = *M.Main;
@@ -76,10 +76,25 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   // definition up to its last use; boundary p lies after node p - 1 (0 is
   // before the first node). Difference arrays count live tensors, and sum
   // their ids, per boundary in O(nodes + edges).
+  // Activations: tensors computed from a graph input. Constants (a scale
+  // scalar every layer reads) live everywhere but are not activations.
+  llvm::DenseSet<const Value *> Activation(G.Inputs.begin(), G.Inputs.end());
+  for (const auto &Nd : G.Nodes) {
+    bool FromInput = false;
+    for (const Value *In : Nd->Inputs)
+      FromInput |= In && Activation.count(In);
+    for (const Graph *Sub : Nd->subgraphs())
+      for (const Value *In : Sub->Captures)
+        FromInput |= Activation.count(In) > 0;
+    if (FromInput)
+      for (const Value *Out : Nd->Outputs)
+        if (Out)
+          Activation.insert(Out);
+  }
   std::vector<const Value *> Ids;
   std::vector<long> Count(N + 2, 0), IdSum(N + 2, 0);
   auto Add = [&](const Value *V, long DefPos) {
-    if (V->isInitializer() || !isFloatingPoint(V->Elem))
+    if (!Activation.count(V) || !isFloatingPoint(V->Elem))
       return;
     long Last = DefPos;
     for (const Node *U : V->Users)
@@ -102,17 +117,41 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
     for (const Value *V : Nd->Outputs)
       if (V)
         Add(V, Nd->Index);
-  // Checkpoints: inner boundaries where exactly one activation is live.
+  // Matrix work per position of the main graph (subgraph nodes count for
+  // the node that holds them).
+  auto TopOf = [&](const Node *Nd) {
+    while (Nd->Parent != &G && Nd->Parent->ParentNode)
+      Nd = Nd->Parent->ParentNode;
+    return Nd;
+  };
+  std::vector<bool> HasMacs(N, false);
+  long LastMac = -1;
+  for (const NodeCost &NC : C.Nodes) {
+    const Node *Top = TopOf(NC.N);
+    if (Top->Parent == &G && NC.Fwd.Macs > 0) {
+      HasMacs[Top->Index] = true;
+      LastMac = std::max<long>(LastMac, Top->Index);
+    }
+  }
+  // Checkpoints: inner boundaries where exactly one activation is live,
+  // kept when the segment they close holds matrix work and matrix work
+  // remains after them. Cuts inside element-wise chains would only add
+  // checkpoint memory, and the final segment (a transformer's last norm and
+  // logits) is not replayed, as in Megatron's layer checkpointing.
   std::vector<size_t> Cuts;
   std::vector<const Value *> CutValues;
   long Live = 0, Sum = 0;
+  bool MacsSinceCut = false;
   for (size_t P = 0; P <= N; ++P) {
     Live += Count[P];
     Sum += IdSum[P];
-    if (P >= 1 && P < N && Live == 1) {
+    if (P >= 1 && P < N && Live == 1 && MacsSinceCut && long(P) <= LastMac) {
       Cuts.push_back(P);
       CutValues.push_back(Ids[Sum]);
+      MacsSinceCut = false;
     }
+    if (P < N && HasMacs[P])
+      MacsSinceCut = true;
   }
   R.Checkpoints = Cuts.size();
   // Segment saved bytes: nodes of the main graph (and their subgraph nodes,
@@ -124,24 +163,30 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
       Checkpoints += activationBytes(V, FloatBytes);
   double Largest = 0;
   std::vector<const NodeCost *> Segment;
+  PhaseCost SegmentFwd; // forward amounts of the segment being collected
   size_t CutIdx = 0;
   for (const NodeCost &NC : C.Nodes) {
-    const Node *Top = NC.N;
-    while (Top->Parent != &G && Top->Parent->ParentNode)
-      Top = Top->Parent->ParentNode;
+    const Node *Top = TopOf(NC.N);
     if (Top->Parent != &G)
       continue; // function bodies are not in the main graph
     while (CutIdx < Cuts.size() && Top->Index >= Cuts[CutIdx]) {
       Largest = std::max(Largest, savedBytes(Segment, FloatBytes));
+      R.RecomputeFlops += SegmentFwd.Flops;
+      R.RecomputeMacs += SegmentFwd.Macs;
+      R.RecomputeBytes += SegmentFwd.Bytes;
+      for (const NodeCost *S : Segment)
+        R.Recomputed[S - C.Nodes.data()] = S->Modeled;
       Segment.clear();
+      SegmentFwd = PhaseCost();
       ++CutIdx;
     }
     Segment.push_back(&NC);
+    SegmentFwd += NC.Fwd * NC.Multiplier;
   }
+  // The last segment is not replayed: its activations are still held when
+  // the backward starts (Megatron's checkpointing does the same).
   Largest = std::max(Largest, savedBytes(Segment, FloatBytes));
   R.ActivationBytes = Cuts.empty() ? R.ActivationBytesNoRecompute : Checkpoints + Largest;
-  R.RecomputeFlops = Cuts.empty() ? 0 : C.Fwd.Flops;
-  R.RecomputeBytes = Cuts.empty() ? 0 : C.Fwd.Bytes;
 }
 
 /// Selective recomputation: keep what matrix products and convolutions
@@ -156,7 +201,9 @@ void selectiveRecompute(const CostResult &C, std::optional<double> FloatBytes,
     if (NC.Fwd.Macs > 0)
       Kept.push_back(&NC);
     else {
+      R.Recomputed[&NC - C.Nodes.data()] = true;
       R.RecomputeFlops += NC.Fwd.Flops * NC.Multiplier;
+      R.RecomputeMacs += NC.Fwd.Macs * NC.Multiplier;
       R.RecomputeBytes += NC.Fwd.Bytes * NC.Multiplier;
     }
   }
@@ -194,6 +241,7 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
   if (Cfg.ComputeDType)
     FloatBytes = dtypeBytes(*Cfg.ComputeDType);
   R.ActivationBytesNoRecompute = C->SavedActivationBytes;
+  R.Recomputed.assign(C->Nodes.size(), false);
   R.ActivationBytes = C->SavedActivationBytes;
   if (Cfg.Recomp == Config::Recompute::Full)
     fullRecompute(M, *C, FloatBytes, R);

@@ -37,8 +37,11 @@ struct TrainingStepResult {
   }
   PhaseCost Optimizer;     ///< the update, whole model
   double RecomputeFlops = 0;
+  double RecomputeMacs = 0;
   double RecomputeBytes = 0;
   size_t Checkpoints = 0;  ///< full recomputation: segment boundaries used
+  /// Per CostResult node: is its forward replayed in the backward?
+  std::vector<bool> Recomputed;
   double stepFlops(const CostResult &C) const {
     return C.Fwd.Flops + C.Bwd.Flops + RecomputeFlops + Optimizer.Flops;
   }
