@@ -51,6 +51,7 @@ struct Config {
   bool TF32 = false;
 
   // Report.
+  std::string RooflinePath;   ///< --roofline: chart written after the report
   std::string Sort = "flops"; ///< flops | bytes | time | name | order
   unsigned Top = 0;           ///< rows of the per-op table (0: all)
 };

@@ -11,6 +11,7 @@
 #include "passes/GraphSummary.h"
 #include "passes/Passes.h"
 #include "passes/Roofline.h"
+#include "passes/RooflineChart.h"
 #include "passes/TrainingStep.h"
 #include "llvm/Support/FormatAdapters.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -469,5 +470,7 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
     printText(M, *S, *C, *T, *RL, *F, AM.config());
     break;
   }
+  if (!AM.config().RooflinePath.empty())
+    return writeRooflineChart(AM.config().RooflinePath, M, *C, *RL, AM.config());
   return llvm::Error::success();
 }

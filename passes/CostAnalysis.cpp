@@ -224,6 +224,8 @@ void CostWalker::finish() {
   }
   for (const auto &[What, Count] : Unmodeled)
     R.UnmodeledOps.emplace_back(What, Count);
+  R.NeedsGrad = NeedsGrad;
+  R.Trainable = Trainable;
   std::sort(R.UnmodeledOps.begin(), R.UnmodeledOps.end(), [](auto &A, auto &B) {
     return A.second != B.second ? A.second > B.second : A.first < B.first;
   });

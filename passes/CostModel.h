@@ -82,6 +82,9 @@ struct CostResult {
   std::vector<std::pair<std::string, size_t>> UnmodeledOps;
   double TrainableParams = 0;  ///< elements of trainable initializers
   double FrozenInitElements = 0;
+  /// Tensors that carry a gradient (trainable parameters and what they reach).
+  llvm::DenseSet<const Value *> NeedsGrad;
+  llvm::DenseSet<const Value *> Trainable;
 };
 
 struct CostAnalysis {

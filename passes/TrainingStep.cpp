@@ -69,7 +69,7 @@ double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes,
 /// forward during the backward. Memory = checkpoints + the largest segment's
 /// saved tensors; extra FLOPs = one more forward of every segment but the last.
 void fullRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
-                   TrainingStepResult &R) {
+                   RecomputePlan &R) {
   const Graph &G = *M.Main;
   size_t N = G.Nodes.size();
   // Each floating-point activation is live on the boundaries after its
@@ -154,6 +154,8 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
       MacsSinceCut = true;
   }
   R.Checkpoints = Cuts.size();
+  R.Cuts = Cuts;
+  R.CutValues = CutValues;
   // Segment saved bytes: nodes of the main graph (and their subgraph nodes,
   // which follow them in C.Nodes) grouped between cuts.
   double Checkpoints = 0;
@@ -193,14 +195,15 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
 /// save; recompute every cheaper op (element-wise, normalization, softmax,
 /// dropout) from them in the backward. Extra FLOPs = those ops' forward.
 void selectiveRecompute(const CostResult &C, std::optional<double> FloatBytes,
-                        TrainingStepResult &R) {
+                        RecomputePlan &R) {
   std::vector<const NodeCost *> Kept;
   for (const NodeCost &NC : C.Nodes) {
     if (!NC.Modeled || !NC.NeedsBackward)
       continue;
-    if (NC.Fwd.Macs > 0)
+    if (NC.Fwd.Macs > 0) {
       Kept.push_back(&NC);
-    else {
+    } else {
+      R.KeptSaved[&NC - C.Nodes.data()] = false;
       R.Recomputed[&NC - C.Nodes.data()] = true;
       R.RecomputeFlops += NC.Fwd.Flops * NC.Multiplier;
       R.RecomputeMacs += NC.Fwd.Macs * NC.Multiplier;
@@ -211,6 +214,20 @@ void selectiveRecompute(const CostResult &C, std::optional<double> FloatBytes,
 }
 
 } // namespace
+
+RecomputePlan ridge::planRecompute(const Model &M, const CostResult &C,
+                                   Config::Recompute Mode, std::optional<double> FloatBytes) {
+  RecomputePlan P;
+  P.ActivationBytesNoRecompute = C.SavedActivationBytes;
+  P.ActivationBytes = C.SavedActivationBytes;
+  P.Recomputed.assign(C.Nodes.size(), false);
+  P.KeptSaved.assign(C.Nodes.size(), true);
+  if (Mode == Config::Recompute::Full)
+    fullRecompute(M, C, FloatBytes, P);
+  else if (Mode == Config::Recompute::Selective)
+    selectiveRecompute(C, FloatBytes, P);
+  return P;
+}
 
 llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
                                                              AnalysisManager &AM) {
@@ -240,12 +257,13 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
   std::optional<double> FloatBytes;
   if (Cfg.ComputeDType)
     FloatBytes = dtypeBytes(*Cfg.ComputeDType);
-  R.ActivationBytesNoRecompute = C->SavedActivationBytes;
-  R.Recomputed.assign(C->Nodes.size(), false);
-  R.ActivationBytes = C->SavedActivationBytes;
-  if (Cfg.Recomp == Config::Recompute::Full)
-    fullRecompute(M, *C, FloatBytes, R);
-  else if (Cfg.Recomp == Config::Recompute::Selective)
-    selectiveRecompute(*C, FloatBytes, R);
+  RecomputePlan P = planRecompute(M, *C, Cfg.Recomp, FloatBytes);
+  R.ActivationBytes = P.ActivationBytes;
+  R.ActivationBytesNoRecompute = P.ActivationBytesNoRecompute;
+  R.RecomputeFlops = P.RecomputeFlops;
+  R.RecomputeMacs = P.RecomputeMacs;
+  R.RecomputeBytes = P.RecomputeBytes;
+  R.Checkpoints = P.Checkpoints;
+  R.Recomputed = std::move(P.Recomputed);
   return R;
 }

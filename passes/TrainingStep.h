@@ -22,6 +22,20 @@ OptimizerCost optimizerCost(Config::Optimizer O);
 const char *optimizerName(Config::Optimizer O);
 const char *recomputeName(Config::Recompute R);
 
+/// What activation recomputation keeps and replays (TrainingStep.cpp).
+struct RecomputePlan {
+  double ActivationBytes = 0;            ///< held after recomputation
+  double ActivationBytesNoRecompute = 0;
+  double RecomputeFlops = 0, RecomputeMacs = 0, RecomputeBytes = 0;
+  size_t Checkpoints = 0;
+  std::vector<size_t> Cuts;              ///< full: main-graph positions of checkpoints
+  std::vector<const Value *> CutValues;  ///< full: the checkpointed tensors
+  std::vector<bool> Recomputed;          ///< per CostResult node
+  std::vector<bool> KeptSaved;           ///< per CostResult node: its saved tensors are held
+};
+RecomputePlan planRecompute(const Model &M, const CostResult &C, Config::Recompute Mode,
+                            std::optional<double> FloatBytes);
+
 struct TrainingStepResult {
   double Params = 0;
   // Bytes per parameter (ZeRO's accounting, Rajbhandari et al. 2020, sec. 3.1).

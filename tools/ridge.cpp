@@ -7,6 +7,7 @@
 #include "analyzer/Device.h"
 #include "analyzer/Loader.h"
 #include "passes/Passes.h"
+#include "passes/RooflineChart.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -103,6 +104,9 @@ static cl::opt<bool> NoOverlap(
     MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> TF32Opt("tf32", cl::desc("Run fp32 matrix products on TF32 tensor cores"),
                              MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<std::string> RooflineOut(
+    "roofline", cl::desc("Also write a roofline chart of every op (.svg or self-contained .html)"),
+    cl::value_desc("FILE"), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the passes --passes accepts"),
                                 cl::cat(RidgeCat));
 
@@ -180,6 +184,9 @@ int main(int argc, char **argv) {
     LO.InputShapes.push_back(*B);
   }
 
+  if (!RooflineOut.empty())
+    if (llvm::Error E = checkRooflineChartPath(RooflineOut))
+      return fail(std::move(E));
   PassManager PM;
   std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();
   if (RunCmd && Passes.empty())
@@ -225,6 +232,7 @@ int main(int argc, char **argv) {
   C.Dev = Dev;
   C.SumTerms = NoOverlap;
   C.TF32 = TF32Opt;
+  C.RooflinePath = RooflineOut;
   int RC = 0;
   {
     AnalysisManager AM(**M, C, Diags, &Timer);
