@@ -71,6 +71,10 @@ public:
   Node *Producer = nullptr;
   llvm::SmallVector<Node *, 2> Users;
   bool IsGraphOutput = false;
+  /// Declared as a sequence, map, optional or sparse tensor: no dense tensor
+  /// shape to know (ops on such values are costed without one). A value with
+  /// no type information at all is not NonTensor: its shape is unknown.
+  bool NonTensor = false;
   std::optional<InitializerInfo> Init; ///< set for initializers
   /// Small integer constant contents, when the loader saw them (shape
   /// tensors, axes); used by ridge's own shape rules.

@@ -66,8 +66,13 @@ Error Importer::importTensorMeta(const onnx::TensorProto &T,
 }
 
 Error Importer::importType(const onnx::TypeProto &T, Value &V) {
+  if (T.has_sequence_type() || T.has_map_type() || T.has_optional_type() ||
+      T.has_sparse_tensor_type()) {
+    V.NonTensor = true; // no dense tensor shape to know
+    return Error::success();
+  }
   if (!T.has_tensor_type())
-    return Error::success(); // sequences, maps, optionals: no tensor shape
+    return Error::success(); // no type information: shape unknown
   const auto &TT = T.tensor_type();
   if (TT.elem_type() != 0) {
     auto D = dtypeFromOnnx(TT.elem_type());
@@ -278,8 +283,14 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
     auto N = std::make_unique<Node>();
     N->OpType = NP.op_type();
     N->Domain = normalizeDomain(NP.domain());
-    N->Name = NP.name().empty() ? formatv("{0}_{1}", NP.op_type(), I).str()
-                                : NP.name();
+    // Unnamed nodes: "<OpType>_<index>" in the main graph (and function
+    // bodies); "<graph name>/<OpType>_<index>" inside subgraphs, so that
+    // rows of different bodies cannot be confused.
+    if (NP.name().empty())
+      N->Name = G.Parent ? formatv("{0}/{1}_{2}", G.Name, NP.op_type(), I).str()
+                         : formatv("{0}_{1}", NP.op_type(), I).str();
+    else
+      N->Name = NP.name();
     N->Parent = &G;
     if (N->OpType.empty())
       return err(formatv("node '{0}' has no op_type", N->Name));
@@ -353,6 +364,8 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
         V->Shp = Declared.Shp;
       if (V->Elem == DType::Undefined)
         V->Elem = Declared.Elem;
+      if (!V->Shp && V->Elem == DType::Undefined)
+        V->NonTensor |= Declared.NonTensor;
     }
     V->IsGraphOutput = true;
     G.Outputs.push_back(V);

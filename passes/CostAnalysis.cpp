@@ -1,12 +1,21 @@
 //===- CostAnalysis.cpp - Cost every node, forward and backward -----------===//
 //
 // 1. Which values need a gradient: trainable initializers (floating-point
-//    ones fed to a differentiable input) and --trainable-input graph inputs,
-//    then forward along differentiable inputs in topological order.
+//    ones with more than one element fed to a differentiable input; a
+//    single-element initializer is a constant such as eps or 1/sqrt(d)) and
+//    --trainable-input graph inputs, then forward along differentiable
+//    inputs in topological order. An output of unknown element type is
+//    taken as possibly floating point, so the chain is not cut.
 // 2. Each node's rule from OpCosts.def, with the inputs that need gradients.
 // 3. Control flow: If counts its costlier branch (by FLOPs), Loop and Scan
 //    their body times the trip count; an unknown trip count counts the body
-//    once and marks the loop unmodeled.
+//    once and marks the loop unmodeled. A loop-carried value needs a
+//    gradient in the body when its initial value does or when the body's
+//    output carried into it does (a fixed point over the body, flags only,
+//    before the body is costed). The body is costed once, as a steady-state
+//    iteration, times the trip count: a gradient that exists only from the
+//    second iteration on (a carried value that starts untrained) is counted
+//    in every iteration.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
@@ -27,6 +36,7 @@ public:
   }
 
   void markTrainable(const Graph &G);
+  void markConstants(const Graph &G);
   void walk(const Graph &G, double Multiplier);
   void finish();
 
@@ -43,16 +53,28 @@ private:
     const OpRule *Rule = findOpRule(N.Domain, N.OpType);
     return !(Rule && I < 32 && (Rule->NonDiffInputs >> I) & 1);
   }
-  void costNode(const Node &N, double Multiplier);
+  void costNode(const Node &N, double Multiplier, bool BodyNeedsBackward);
+  /// A value may carry a gradient: floating point, or of unknown type.
+  static bool mayCarryGrad(const Value *V) {
+    return V && (isFloatingPoint(V->Elem) || V->Elem == DType::Undefined);
+  }
+  /// Body inputs that stand for node inputs get their gradient flag; for
+  /// Loop and Scan, carried values too, to a fixed point over the body. The
+  /// bodies' flags are final afterwards.
+  void seedBodies(const Node &N);
+  /// What costNode would mark as needing a gradient in G, without costing.
+  void propagate(const Graph &G);
   std::optional<double> tripCount(const Node &N, bool &Known);
   double branchFlops(const Graph &G);
 };
 
 void CostWalker::markTrainable(const Graph &G) {
+  // Single-element initializers (eps, 1/sqrt(d), clip bounds) are constants.
   G.walk([&](const Node &N) {
     for (unsigned I = 0; I < N.Inputs.size(); ++I) {
       const Value *V = N.Inputs[I];
-      if (V && V->isInitializer() && isFloatingPoint(V->Elem) && differentiable(N, I))
+      if (V && V->isInitializer() && isFloatingPoint(V->Elem) &&
+          V->numElements().value_or(0) > 1 && differentiable(N, I))
         Trainable.insert(V);
     }
   });
@@ -63,9 +85,11 @@ void CostWalker::markTrainable(const Graph &G) {
     NeedsGrad.insert(V);
     R.TrainableParams += V->numElements().value_or(0);
   }
+  // Frozen parameters: floating-point initializers not trained (integer
+  // shapes and axes are not parameters).
   auto CountFrozen = [&](const Graph &Gr) {
     for (const Value *V : Gr.Initializers)
-      if (!Trainable.count(V))
+      if (isFloatingPoint(V->Elem) && !Trainable.count(V))
         R.FrozenInitElements += V->numElements().value_or(0);
   };
   CountFrozen(G);
@@ -73,6 +97,89 @@ void CostWalker::markTrainable(const Graph &G) {
     for (const Graph *Sub : N.subgraphs())
       CountFrozen(*Sub);
   });
+}
+
+void CostWalker::markConstants(const Graph &G) {
+  auto IsConst = [&](const Value *V) {
+    return V->isInitializer() ? !Trainable.count(V) : R.Constants.count(V) > 0;
+  };
+  G.walk([&](const Node &N) {
+    if (!N.subgraphs().empty())
+      return;
+    bool Const = N.Domain.empty() && (N.OpType == "Shape" || N.OpType == "Size");
+    if (!Const) {
+      Const = true;
+      for (const Value *V : N.Inputs)
+        if (V && !IsConst(V))
+          Const = false;
+    }
+    if (Const)
+      for (const Value *V : N.Outputs)
+        if (V)
+          R.Constants.insert(V);
+  });
+}
+
+void CostWalker::seedBodies(const Node &N) {
+  bool IsLoop = N.OpType == "Loop", IsScan = N.OpType == "Scan";
+  // Scan before opset 9 has sequence_lens first: body input K is input K+1.
+  size_t Offset = IsScan && N.OpsetVersion > 0 && N.OpsetVersion < 9 ? 1 : 0;
+  for (Graph *Sub : N.subgraphs()) {
+    // Loop body inputs (iteration, cond, carried...) match the Loop's inputs
+    // (M, cond, initial values...); Scan's (states..., scan elements...) its
+    // inputs after the offset.
+    for (size_t K = 0; K < Sub->Inputs.size(); ++K) {
+      size_t NodeIdx = K + Offset;
+      if ((IsLoop && K < 2) || NodeIdx >= N.Inputs.size())
+        continue;
+      if (N.Inputs[NodeIdx] && NeedsGrad.count(N.Inputs[NodeIdx]) &&
+          differentiable(N, NodeIdx))
+        NeedsGrad.insert(Sub->Inputs[K]);
+    }
+    // Carried values: (body input, body output carried into it). Loop: input
+    // k >= 2 receives output k - 1; Scan: state k receives output k.
+    llvm::SmallVector<std::pair<Value *, Value *>, 4> Carried;
+    if (IsLoop)
+      for (size_t K = 2; K < Sub->Inputs.size() && K - 1 < Sub->Outputs.size(); ++K)
+        Carried.push_back({Sub->Inputs[K], Sub->Outputs[K - 1]});
+    if (IsScan) {
+      int64_t NumScan = N.attrInt("num_scan_inputs", 0);
+      size_t States = Sub->Inputs.size() - std::min<size_t>(std::max<int64_t>(NumScan, 0),
+                                                            Sub->Inputs.size());
+      for (size_t K = 0; K < States && K < Sub->Outputs.size(); ++K)
+        Carried.push_back({Sub->Inputs[K], Sub->Outputs[K]});
+    }
+    // Monotone: each round that changes anything flags one more carried
+    // input, so at most |Carried| + 1 rounds (one without carried values).
+    for (size_t Round = 0; Round <= Carried.size(); ++Round) {
+      propagate(*Sub);
+      bool Changed = false;
+      for (auto &[In, Out] : Carried)
+        if (NeedsGrad.count(Out) && mayCarryGrad(In) && NeedsGrad.insert(In).second)
+          Changed = true;
+      if (!Changed)
+        break;
+    }
+  }
+}
+
+void CostWalker::propagate(const Graph &G) {
+  for (const auto &NP : G.Nodes) {
+    const Node &N = *NP;
+    bool Any = false;
+    if (!N.subgraphs().empty()) {
+      seedBodies(N); // propagates over the bodies
+      for (Graph *Sub : N.subgraphs())
+        for (const Value *V : Sub->Outputs)
+          Any |= NeedsGrad.count(V) > 0;
+    }
+    for (unsigned I = 0; I < N.Inputs.size(); ++I)
+      Any |= N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) && differentiable(N, I);
+    if (Any)
+      for (const Value *V : N.Outputs)
+        if (mayCarryGrad(V))
+          NeedsGrad.insert(V);
+  }
 }
 
 std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
@@ -121,16 +228,9 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
   for (const auto &NP : G.Nodes) {
     const Node &N = *NP;
     llvm::SmallVector<Graph *, 2> Subs = N.subgraphs();
+    size_t FirstBodyRow = R.Nodes.size();
     if (!Subs.empty()) {
-      // Body inputs that stand for node inputs carry their gradient flag.
-      for (Graph *Sub : Subs)
-        for (size_t K = 0; K < Sub->Inputs.size(); ++K) {
-          size_t NodeIdx = N.OpType == "Loop" ? K : K;
-          if ((N.OpType == "Loop" && K < 2) || NodeIdx >= N.Inputs.size())
-            continue;
-          if (N.Inputs[NodeIdx] && NeedsGrad.count(N.Inputs[NodeIdx]))
-            NeedsGrad.insert(Sub->Inputs[K]);
-        }
+      seedBodies(N);
       if (N.OpType == "If" && Subs.size() == 2) {
         double A = branchFlops(*Subs[0]), B = branchFlops(*Subs[1]);
         walk(*Subs[0], A >= B ? Multiplier : 0);
@@ -143,11 +243,15 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
           walk(*Sub, Multiplier * Trips.value_or(1));
       }
     }
-    costNode(N, Multiplier);
+    // A control-flow node needs backward when a node of its bodies does.
+    bool BodyNeedsBackward = false;
+    for (size_t I = FirstBodyRow; I < R.Nodes.size(); ++I)
+      BodyNeedsBackward |= R.Nodes[I].NeedsBackward;
+    costNode(N, Multiplier, BodyNeedsBackward);
   }
 }
 
-void CostWalker::costNode(const Node &N, double Multiplier) {
+void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackward) {
   NodeCost NC;
   NC.N = &N;
   NC.Multiplier = Multiplier;
@@ -163,9 +267,9 @@ void CostWalker::costNode(const Node &N, double Multiplier) {
         AnyGrad |= NeedsGrad.count(V) > 0;
   if (AnyGrad)
     for (const Value *V : N.Outputs)
-      if (V && isFloatingPoint(V->Elem))
+      if (mayCarryGrad(V))
         NeedsGrad.insert(V);
-  NC.NeedsBackward = C.anyGrad();
+  NC.NeedsBackward = C.anyGrad() || BodyNeedsBackward;
 
   const OpRule *Rule = findOpRule(N.Domain, N.OpType);
   if (!Rule) {
@@ -207,12 +311,13 @@ void CostWalker::costNode(const Node &N, double Multiplier) {
 
 void CostWalker::finish() {
   // Saved activations: each distinct tensor once (Relu's output is also the
-  // next MatMul's input), initializers excluded (they are parameters).
+  // next MatMul's input); initializers (parameters) and constants (Constant
+  // outputs and what folds from them) excluded.
   llvm::DenseMap<const Value *, double> Distinct;
   for (const NodeCost &NC : R.Nodes) {
     R.SavedActivationBytes += NC.SavedBytes * NC.Multiplier;
     for (const Value *V : NC.Saved)
-      if (!V->isInitializer()) {
+      if (R.isActivation(V)) {
         double &Mult = Distinct[V];
         Mult = std::max(Mult, NC.Multiplier);
       }
@@ -237,6 +342,7 @@ llvm::Expected<CostResult> CostAnalysis::run(Model &M, AnalysisManager &AM) {
   CostResult R;
   CostWalker W(M, AM.config(), R);
   W.markTrainable(*M.Main);
+  W.markConstants(*M.Main);
   W.walk(*M.Main, 1);
   W.finish();
   if (AM.config().Strict && R.UnmodeledNodes) {

@@ -11,6 +11,13 @@
 //  - Backward: for each input that needs a gradient (on a path from a
 //    trainable initializer or trainable graph input; never integer tensors,
 //    shapes, indices), its gradient; plus what the op saves for it.
+//  - Summing n values takes n - 1 adds (reductions, broadcast gradients,
+//    bias gradients, softmax denominators); a max of n values n - 1 compares.
+//  - Single-element initializers (1/sqrt(d), eps, clip bounds) are constants,
+//    not trainable parameters; integer initializers are not parameters.
+//  - Values computed from constants only (Constant, ConstantOfShape of a
+//    constant or of a Shape, ...) are not activations, as parameters are
+//    not: saved-activation totals leave them out.
 //  - Training step semantics: BatchNormalization and Dropout are costed in
 //    training mode whatever the exported graph says.
 //
@@ -85,6 +92,18 @@ struct CostResult {
   /// Tensors that carry a gradient (trainable parameters and what they reach).
   llvm::DenseSet<const Value *> NeedsGrad;
   llvm::DenseSet<const Value *> Trainable;
+  /// Values that are the same every step: outputs of nodes without inputs
+  /// (Constant, RandomNormal, ...), of Shape and Size (ridge's shapes are
+  /// static), and of nodes all of whose inputs are such values or frozen
+  /// initializers (ConstantOfShape(Shape(x)), Cast of a Constant, ...).
+  /// What a trainable parameter or a graph input reaches is not constant.
+  llvm::DenseSet<const Value *> Constants;
+
+  /// A saved tensor is an activation unless it is an initializer (a
+  /// parameter) or a constant computed from constants only.
+  bool isActivation(const Value *V) const {
+    return V && !V->isInitializer() && !Constants.count(V);
+  }
 };
 
 struct CostAnalysis {

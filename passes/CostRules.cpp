@@ -36,7 +36,10 @@ double CostContext::bytes(const Value *V) const {
 
 namespace {
 
-enum class Save { None, In, Out, Both, Other };
+/// What a backward reads. Unary rows: In (the input), Out (the output),
+/// None. Binary rows, per input's gradient: Other (the other inputs), All
+/// (every input), None.
+enum class Save { None, In, Out, Other, All };
 
 double inBytes(const CostContext &C) {
   double B = 0;
@@ -52,11 +55,13 @@ double outBytes(const CostContext &C) {
   return B;
 }
 
-/// Output-gradient bytes: every floating-point output's dY is read.
+/// Output-gradient bytes: the dY of every floating-point output that carries
+/// a gradient is read; only an output that some node reads or that is a graph
+/// output carries one (LayerNormalization's unused Mean and InvStdDev do not).
 double gradOutBytes(const CostContext &C) {
   double B = 0;
   for (const Value *V : C.N.Outputs)
-    if (V && isFloatingPoint(V->Elem))
+    if (V && isFloatingPoint(V->Elem) && (!V->Users.empty() || V->IsGraphOutput))
       B += C.bytes(V);
   return B;
 }
@@ -90,14 +95,16 @@ void save(NodeCost &Out, const Value *V) {
 double outElems(const CostContext &C) { return C.elems(C.N.output(0)); }
 double inElems(const CostContext &C, unsigned I = 0) { return C.elems(C.N.input(I)); }
 
-/// Every present input and output needs a known shape, except
-/// sequence/optional-typed values (no tensor type).
+/// Every present input and output needs a known shape, except values
+/// declared as sequences, maps, optionals or sparse tensors (NonTensor: no
+/// dense shape to know). A value with no type information at all has an
+/// unknown shape: the op is unmodeled, as the loader's warning says.
 bool requireShapes(const CostContext &C, NodeCost &Out) {
   auto Check = [&](const Value *V, const char *What) {
     if (!V || V->hasKnownShape())
       return true;
-    if (V->Elem == DType::Undefined && !V->Shp)
-      return true; // sequence or optional: no tensor shape to know
+    if (V->NonTensor)
+      return true;
     Out.Unmodeled = llvm::formatv("{0} '{1}' has unknown shape {2}", What,
                                   V->Name, V->Shp ? V->Shp->str() : "(rank unknown)")
                         .str();
@@ -133,8 +140,13 @@ void unaryRule(const CostContext &C, NodeCost &Out, double F, double T,
   defaultBwdBytes(C, Out);
 }
 
+/// Binary and variadic element-wise ops. The gradient of input 0 costs BFA
+/// per output element and reads SA; that of input 1 costs BFB and reads SB
+/// (dA = dY/B and dB = -dY*A/B^2 differ); variadic ops (Sum, Max, Min, Mean)
+/// use A's values for every input. Each gradient of a broadcast input then
+/// sums dY's product back to the input's shape: N - |input| adds.
 void binaryRule(const CostContext &C, NodeCost &Out, double F, double T,
-                double BF, double BT, Save S) {
+                double BFA, double BFB, double BT, Save SA, Save SB) {
   double N = outElems(C);
   unsigned Present = 0;
   for (const Value *V : C.N.Inputs)
@@ -147,23 +159,30 @@ void binaryRule(const CostContext &C, NodeCost &Out, double F, double T,
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
+  const std::string &Op = C.N.OpType;
+  bool Variadic = C.N.Domain.empty() &&
+                  (Op == "Sum" || Op == "Max" || Op == "Min" || Op == "Mean");
   for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {
     const Value *V = C.N.Inputs[I];
-    if (!V)
+    if (!V || !C.needsGrad(I))
       continue;
-    if (S == Save::Both)
-      save(Out, V);
-    if (!C.needsGrad(I))
-      continue;
+    bool UseA = I == 0 || Variadic;
+    double BF = UseA ? BFA : BFB;
+    Save S = UseA ? SA : SB;
     // dIn_i = g(dY, ...) then summed back over the broadcast dims.
     Out.Bwd.Flops += BF * N + (N - C.elems(V));
     Out.Bwd.Transcendentals += BT * N;
-    if (S == Save::Other)
-      for (unsigned J = 0; J < C.N.Inputs.size(); ++J)
-        if (J != I)
-          save(Out, C.N.Inputs[J]);
+    for (unsigned J = 0; J < C.N.Inputs.size(); ++J)
+      if (S == Save::All || (S == Save::Other && J != I))
+        save(Out, C.N.Inputs[J]);
   }
   defaultBwdBytes(C, Out);
+}
+
+/// Clip(x, min, max): min and max per element (2); backward a masked copy
+/// of dY (1), reading x. The bounds are non-differentiable (NonDiff 0x6).
+void clip(const CostContext &C, NodeCost &Out) {
+  unaryRule(C, Out, 2, 0, 1, 0, Save::In);
 }
 
 void unaryNoGrad(const CostContext &C, NodeCost &Out) {
@@ -255,9 +274,12 @@ void qlinearMatmul(const CostContext &C, NodeCost &Out) {
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
 
-/// Gemm: Y = alpha * A' B' + beta * C, A' [M,K], B' [K,N].
-///   FLOPs = 2MNK (+ MN for alpha != 1) (+ MN add of C) (+ MN for beta != 1)
-///   backward: dA, dB MNK MACs each; dC = dY summed to C's shape.
+/// Gemm: Y = alpha * A' B' + beta * C, A' [M,K], B' [K,N], C broadcast.
+///   FLOPs = 2MNK (+ MN for alpha != 1) (+ MN add of C)
+///           (+ |C| for beta != 1: C is scaled before it is broadcast)
+///   backward: dY is scaled by alpha once (MN, when dA' or dB' is needed),
+///   then dA', dB' MNK MACs each; dC = beta * dY summed to C's shape:
+///   MN - |C| adds (+ |C| multiplies for beta != 1).
 void gemm(const CostContext &C, NodeCost &Out) {
   const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(1)->Shp;
   if (SA.rank() != 2 || SB.rank() != 2)
@@ -270,22 +292,29 @@ void gemm(const CostContext &C, NodeCost &Out) {
   double Macs = formulas::matmulMacs(1, M, N, K);
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs + (Alpha != 1.0 ? M * N : 0) +
-                  (Bias ? M * N + (Beta != 1.0 ? M * N : 0) : 0);
+                  (Bias ? M * N + (Beta != 1.0 ? C.elems(Bias) : 0) : 0);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
   productBackward(C, Out, Macs, 0, 1);
-  if (Alpha != 1.0)
-    Out.Bwd.Flops += (C.needsGrad(0) ? M * K : 0) + (C.needsGrad(1) ? K * N : 0);
+  if (Alpha != 1.0 && (C.needsGrad(0) || C.needsGrad(1)))
+    Out.Bwd.Flops += M * N; // alpha * dY, shared by dA' and dB'
   if (Bias && C.needsGrad(2))
     Out.Bwd.Flops += M * N - C.elems(Bias) + (Beta != 1.0 ? C.elems(Bias) : 0);
   defaultBwdBytes(C, Out);
 }
 
 /// Einsum: labels bound to extents from the operands; a naive evaluation
-/// visits every combination of all labels once: MACs = prod(all extents) for
-/// two operands, (operands - 1) multiplies each in general, plus one add when
-/// a label is summed. Each operand's gradient is an einsum of the same size.
+/// visits every combination of all labels once (All = prod(all extents)):
+///   FLOPs = (operands - 1) * All multiplies + (All - |Y|) adds (each of the
+///           |Y| outputs sums All/|Y| products: n - 1 adds for n values);
+///   MACs = All for two operands with a summed label (a contraction), else 0.
+/// Backward, per operand i that needs a gradient:
+///   one operand: 0 FLOPs (dY broadcast back, or copied onto a diagonal:
+///     bytes only);
+///   two or more: dX_i is the einsum of dY with the other operands:
+///     (operands - 1) * All multiplies + (All - |X_i|) adds; MACs = All when
+///     there are two operands and the gradient sums a label (All > |X_i|).
 void einsum(const CostContext &C, NodeCost &Out) {
   std::string Eq = C.N.attrString("equation", "");
   Eq.erase(std::remove(Eq.begin(), Eq.end(), ' '), Eq.end());
@@ -326,15 +355,18 @@ void einsum(const CostContext &C, NodeCost &Out) {
   double Operands = C.N.Inputs.size();
   double Mults = std::max(0.0, Operands - 1) * All;
   Out.Fwd.Macs = Operands == 2 && Summed ? All : 0;
-  Out.Fwd.Flops = Mults + (Summed ? All : 0);
+  Out.Fwd.Flops = Mults + std::max(0.0, All - Outs);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   (void)Rhs;
   if (!C.anyGrad())
     return;
   for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
     if (C.needsGrad(I)) {
-      Out.Bwd.Flops += Operands == 1 ? All : Mults + All;
-      Out.Bwd.Macs += Operands == 2 ? All : 0;
+      if (Operands < 2)
+        continue; // a broadcast or diagonal copy of dY: bytes only
+      double Xi = C.elems(C.N.Inputs[I]);
+      Out.Bwd.Flops += Mults + std::max(0.0, All - Xi);
+      Out.Bwd.Macs += Operands == 2 && All > Xi ? All : 0;
       for (unsigned J = 0; J < C.N.Inputs.size(); ++J)
         if (J != I)
           save(Out, C.N.Inputs[J]);
@@ -352,7 +384,8 @@ double spatialProduct(const Shape &S, size_t From) {
 /// Conv: X [N, Cin, ...], W [Cout, Cin/g, k...], Y [N, Cout, o...].
 ///   MACs = N * Cout * prod(o) * (Cin/g) * prod(k)   (every tap, padding included)
 ///   FLOPs = 2 * MACs + N*Cout*prod(o) for the bias
-///   backward: dX and dW each MACs; dBias = sum of dY.
+///   backward: dX and dW each MACs; dBias = dY summed over N and the
+///   spatial dims: N*Cout*prod(o) - Cout adds (P values sum in P - 1).
 void conv(const CostContext &C, NodeCost &Out) {
   unsigned WIdx = C.N.OpType == "DeformConv" ? 1 : 1;
   const Shape &W = *C.N.input(WIdx)->Shp, &Y = *C.N.output(0)->Shp;
@@ -372,7 +405,7 @@ void conv(const CostContext &C, NodeCost &Out) {
     return;
   productBackward(C, Out, Macs, 0, 1);
   if (HasBias && C.needsGrad(2))
-    Out.Bwd.Flops += N * Cout * OutSpatial;
+    Out.Bwd.Flops += N * Cout * OutSpatial - Cout;
   defaultBwdBytes(C, Out);
 }
 
@@ -392,6 +425,7 @@ void qlinearConv(const CostContext &C, NodeCost &Out) {
 /// ConvTranspose: X [N, Cin, i...], W [Cin, Cout/g, k...]: every input
 /// element scatters into Cout/g * prod(k) outputs:
 ///   MACs = N * Cin * prod(i) * (Cout/g) * prod(k)
+///   FLOPs = 2 * MACs + |Y| for the bias; dBias = |Y| - Cout adds.
 void convTranspose(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   const Shape &Y = *C.N.output(0)->Shp;
@@ -405,12 +439,11 @@ void convTranspose(const CostContext &C, NodeCost &Out) {
   double YElems = C.elems(C.N.output(0));
   Out.Fwd.Flops = 2 * Macs + (HasBias ? YElems : 0);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
-  (void)Y;
   if (!C.anyGrad())
     return;
   productBackward(C, Out, Macs, 0, 1);
   if (HasBias && C.needsGrad(2))
-    Out.Bwd.Flops += YElems;
+    Out.Bwd.Flops += YElems - (Y.rank() >= 2 ? double(Y.Dims[1].Extent) : 1);
   defaultBwdBytes(C, Out);
 }
 
@@ -463,10 +496,10 @@ void lpPool(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
-/// GlobalAveragePool: one add per input element, a divide per output;
+/// GlobalAveragePool, N inputs into R outputs: (N - R) adds + R divides = N;
 /// backward broadcasts dY/n: one per input element.
 void globalAveragePool(const CostContext &C, NodeCost &Out) {
-  Out.Fwd.Flops = inElems(C) + outElems(C);
+  Out.Fwd.Flops = inElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
@@ -474,8 +507,10 @@ void globalAveragePool(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
+/// GlobalMaxPool: N - R compares; backward compares with the max and
+/// selects dY: 2 per input element.
 void globalMaxPool(const CostContext &C, NodeCost &Out) {
-  Out.Fwd.Flops = inElems(C);
+  Out.Fwd.Flops = inElems(C) - outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
@@ -526,9 +561,11 @@ void roiAlign(const CostContext &C, NodeCost &Out) {
 
 //===-------------------- normalization and softmax ---------------------===//
 
-/// Normalization over groups of elements, training mode:
-///   forward 8/elem: mean 1, variance 3 (sub, square, add), normalize 2,
-///   affine 2; one rsqrt per group.
+/// Normalization of N elements in G groups, training mode: 8N forward:
+///   mean: N - G adds + G divides = N;
+///   variance: subtract the mean N, square N, sum N - G, divide G = 3N;
+///   normalize (sub, mul by the inverse std) 2N; affine (mul, add) 2N;
+///   one rsqrt per group.
 ///   backward: dx 8/elem; dscale 2/elem, dbias 1/elem when trainable.
 ///   saves the input and per-group mean and inverse std (fp32).
 void normRule(const CostContext &C, NodeCost &Out, double Groups,
@@ -547,11 +584,20 @@ void normRule(const CostContext &C, NodeCost &Out, double Groups,
   defaultBwdBytes(C, Out);
 }
 
+/// BatchNormalization(X, scale, B, input_mean, input_var), training mode:
+/// the normalization over C channel groups plus the running statistics
+/// update running = running*momentum + current*(1 - momentum): mul, mul,
+/// add = 3 FLOPs per statistic, 2 statistics: 6 per channel. The updated
+/// statistics are written too (2*C at their element size) unless the node's
+/// optional outputs 1, 2 (running_mean, running_var) already count them.
 void batchNorm(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
   double Channels = X.rank() >= 2 ? X.Dims[1].Extent : 1;
   normRule(C, Out, Channels, 1, 2);
-  Out.Fwd.Flops += 4 * Channels; // running mean and variance updates
+  Out.Fwd.Flops += 6 * Channels;
+  for (unsigned I = 1; I <= 2; ++I)
+    if (!C.N.output(I))
+      Out.Fwd.Bytes += C.bytes(C.N.input(I + 2));
 }
 
 void instanceNorm(const CostContext &C, NodeCost &Out) {
@@ -650,43 +696,77 @@ void lpNorm(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
-/// Softmax: max, subtract, exp, sum, divide: 4 FLOPs + 1 exp per element;
-/// backward y*(dy - sum(dy*y)): 4 per element, from the saved output.
+/// Rows of Softmax, LogSoftmax and Hardmax: from opset 13 the op runs along
+/// `axis` (default -1): rows = N / extent(axis); before, the input is
+/// coerced to 2-D at `axis` (default 1): rows = prod(dims before axis).
+double softmaxRows(const CostContext &C) {
+  const Shape &X = *C.N.input(0)->Shp;
+  double N = inElems(C);
+  int64_t Rank = X.rank();
+  bool Coerce2D = C.N.OpsetVersion > 0 && C.N.OpsetVersion < 13;
+  int64_t Axis = C.N.attrInt("axis", Coerce2D ? 1 : -1);
+  if (Axis < 0)
+    Axis += Rank;
+  if (Rank == 0 || Axis < 0 || Axis > Rank)
+    return N;
+  if (Coerce2D) {
+    double Rows = 1;
+    for (int64_t I = 0; I < Axis; ++I)
+      Rows *= X.Dims[I].Extent;
+    return Rows;
+  }
+  if (Axis >= Rank)
+    return N;
+  return X.Dims[Axis].Extent ? N / X.Dims[Axis].Extent : 0;
+}
+
+/// Softmax of N elements in R rows: max (N - R compares), subtract N, exp N
+/// (transcendental), sum (N - R adds), divide N: 4N - 2R FLOPs + N exp.
+/// Backward from the saved output y*(dy - sum(dy*y)): mul N, sum N - R,
+/// sub N, mul N = 4N - R.
 void softmax(const CostContext &C, NodeCost &Out) {
-  double N = outElems(C);
-  Out.Fwd.Flops = 4 * N;
+  double N = outElems(C), R = softmaxRows(C);
+  Out.Fwd.Flops = 4 * N - 2 * R;
   Out.Fwd.Transcendentals = N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
   save(Out, C.N.output(0));
-  Out.Bwd.Flops = 4 * N;
+  Out.Bwd.Flops = 4 * N - R;
   defaultBwdBytes(C, Out);
 }
 
-/// LogSoftmax: max, subtract, exp, sum, log (per row), subtract;
-/// backward dy - exp(y)*sum(dy): 3 FLOPs + 1 exp per element.
+/// LogSoftmax of N elements in R rows: max (N - R), subtract N, exp N
+/// (transc), sum (N - R), log R (transc), subtract N: 4N - 2R FLOPs and
+/// N + R transcendentals. Backward dy - exp(y)*sum(dy): sum N - R, exp N
+/// (transc), mul N, sub N = 3N - R FLOPs + N exp.
 void logSoftmax(const CostContext &C, NodeCost &Out) {
-  const Shape &X = *C.N.input(0)->Shp;
-  int64_t Axis = C.N.attrInt("axis", -1);
-  if (Axis < 0)
-    Axis += X.rank();
-  double Row = Axis >= 0 && Axis < int64_t(X.rank()) ? X.Dims[Axis].Extent : 1;
-  double N = outElems(C);
-  Out.Fwd.Flops = 4 * N;
-  Out.Fwd.Transcendentals = N + N / std::max(1.0, Row);
+  double N = outElems(C), R = softmaxRows(C);
+  Out.Fwd.Flops = 4 * N - 2 * R;
+  Out.Fwd.Transcendentals = N + R;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
   save(Out, C.N.output(0));
-  Out.Bwd.Flops = 3 * N;
+  Out.Bwd.Flops = 3 * N - R;
   Out.Bwd.Transcendentals = N;
   defaultBwdBytes(C, Out);
 }
 
+/// Hardmax: an ArgMax per row (N - R compares), then the one-hot output
+/// written (bytes: input read + output written); no gradient.
+void hardmax(const CostContext &C, NodeCost &Out) {
+  Out.Fwd.Flops = inElems(C) - softmaxRows(C);
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+}
+
 //===----------------------------- reductions ---------------------------===//
 
-/// Reductions, per input element n and output element r.
+/// Reductions of N input elements into R outputs (N/R values each): summing,
+/// multiplying or comparing P values takes P - 1 operations, N - R in all.
+/// Forward FLOPs = FPerIn*N + FPerOut*R (FPerOut -1 for that N - R),
+/// transcendentals TPerIn*N + TPerOut*R; backward BPerIn (+ BTPerIn
+/// transcendentals) per input element.
 void reduceRule(const CostContext &C, NodeCost &Out, double FPerIn,
                 double FPerOut, double TPerIn, double TPerOut, double BPerIn,
                 double BTPerIn, bool SaveInOut) {
@@ -705,19 +785,29 @@ void reduceRule(const CostContext &C, NodeCost &Out, double FPerIn,
   defaultBwdBytes(C, Out);
 }
 
-void reduceSum(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 0, 0, false); }
-void reduceMean(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 1, 0, 0, 1, 0, false); }
-void reduceMax(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 2, 0, true); }
-void reduceProd(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 2, 0, true); }
-void reduceL1(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, 0, 0, 0, 2, 0, true); }
-void reduceL2(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, 0, 0, 1, 2, 0, true); }
-void reduceSumSquare(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, 0, 0, 0, 2, 0, true); }
-void reduceLogSum(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 1, 1, 0, true); }
-/// log(sum(exp(x - max))) + max: max, sub, add per element, exp per element,
-/// log per output; backward dy*exp(x - y): 2 FLOPs + exp per element.
-void reduceLogSumExp(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 3, 1, 1, 1, 2, 1, true); }
+/// ReduceSum: N - R adds; backward broadcasts dY: 0 FLOPs.
+void reduceSum(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 0, 0, false); }
+/// ReduceMean: (N - R) adds + R divides = N; backward dY/n broadcast: N.
+void reduceMean(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 1, 0, false); }
+/// ReduceMax/Min: N - R compares; backward compare with y, select dY: 2N.
+void reduceMax(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 2, 0, true); }
+/// ReduceProd: N - R multiplies; backward dy*y/x: 2N.
+void reduceProd(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 2, 0, true); }
+/// ReduceL1: abs N + (N - R) adds = 2N - R; backward sign(x)*dy: 2N.
+void reduceL1(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, -1, 0, 0, 2, 0, true); }
+/// ReduceL2: square N + (N - R) adds = 2N - R, + R sqrt; backward dy*x/y: 2N.
+void reduceL2(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, -1, 0, 1, 2, 0, true); }
+/// ReduceSumSquare: square N + (N - R) adds = 2N - R; backward 2*x*dy: 2N.
+void reduceSumSquare(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, -1, 0, 0, 2, 0, true); }
+/// ReduceLogSum: (N - R) adds + R log; backward dy/y broadcast: N.
+void reduceLogSum(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, -1, 0, 1, 1, 0, true); }
+/// ReduceLogSumExp = log(sum(exp(x - max))) + max: max N - R, sub N, exp N
+/// (transc), sum N - R, log R (transc), add R: 3N - R FLOPs, N + R
+/// transcendentals; backward dy*exp(x - y): 2 FLOPs + exp per element.
+void reduceLogSumExp(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 3, -1, 1, 1, 2, 1, true); }
+/// ArgMax/ArgMin: N - R compares; indices carry no gradient.
 void reduceNoGrad(const CostContext &C, NodeCost &Out) {
-  Out.Fwd.Flops = inElems(C);
+  Out.Fwd.Flops = inElems(C) - outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
 
@@ -807,8 +897,10 @@ void trilu(const CostContext &C, NodeCost &Out) {
 
 /// Gather family: indices read, the selected rows read and written:
 ///   bytes = indices + 2 * output. The backward scatter-adds dY into a zeroed
-/// gradient of the data: one add per output element, the whole data gradient
-/// written (the embedding table's dW is dense).
+/// gradient of the data: one add per output element. Its bytes: dY read
+/// (|out|) + indices read + the zeroed table gradient written whole (the
+/// embedding table's dW is dense: |table|) + the touched rows read back by
+/// the scatter-add (|out|) = table + 2*out + idx.
 void gather(const CostContext &C, NodeCost &Out) {
   double Idx = C.bytes(C.N.input(1)), O = outBytes(C);
   Out.Fwd.Bytes = Idx + 2 * O;
@@ -816,7 +908,8 @@ void gather(const CostContext &C, NodeCost &Out) {
     return;
   save(Out, C.N.input(1));
   Out.Bwd.Flops = outElems(C);
-  Out.Bwd.Bytes = gradOutBytes(C) + Idx + C.bytes(C.N.input(0)) + O;
+  Out.Bwd.Bytes = gradOutBytes(C) /* dY */ + Idx + C.bytes(C.N.input(0)) /* dTable */ +
+                  O /* rows read back */;
 }
 
 /// Scatter family: data copied to the output, updates written at the
@@ -956,10 +1049,16 @@ void controlFlow(const CostContext &C, NodeCost &Out) {}
 ///   plus the cell's element-wise work, per step and direction:
 ///     LSTM: 3 sigmoid + 2 tanh (5 transcendentals), 3 FLOPs per sigmoid
 ///           (9), cell c = f*c + i*g (3), h = o*tanh(c) (1): 13 FLOPs * B*H
-///     GRU:  2 sigmoid + 1 tanh, 6 + 2 (r*h) + 4 (h = (1-z)*n + z*h): 12 * B*H
+///     GRU:  2 sigmoid + 1 tanh, 6 + 1 (r*h: one multiply) + 4
+///           (h = (1-z)*n + z*h: sub, mul, mul, add): 11 FLOPs * B*H
 ///     RNN:  1 tanh: 0 FLOPs * B*H
-///   backward: dX, dW, dR, dh each as many MACs as x W^T or h R^T (2x the
-///   forward MACs), element-wise 2x the forward; saves gates, c and h per step.
+///   backward MACs per step and direction, each product only when needed:
+///     dX = dGates.W: B*G*H*I, if X needs a gradient;
+///     dW = dGates^T.x: G*H*I*B, if W does;
+///     dR = dGates^T.h: G*H*H*B, if R does;
+///     dh = dGates.R: B*G*H*H, whenever any input needs a gradient (the
+///       recurrence carries the gradient back through the steps);
+///   element-wise and bias work 2x the forward; saves gates, c and h per step.
 void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
                double EwTransc) {
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
@@ -980,14 +1079,16 @@ void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
   save(Out, C.N.input(0));
   // Gates plus cell and hidden states per step, at the input's element size.
   Out.SavedBytes = Steps * B * H * (G + 2) * C.elemBytes(C.N.input(0));
-  Out.Bwd.Macs = 2 * Macs;
+  Out.Bwd.Macs = Steps * B * G * H *
+                 ((C.needsGrad(0) ? I : 0) + (C.needsGrad(1) ? I : 0) +
+                  (C.needsGrad(2) ? H : 0) + H);
   Out.Bwd.Flops = 2 * Out.Bwd.Macs + 2 * Steps * B * (2 * G * H + EwFlops * H);
   Out.Bwd.Transcendentals = 0;
   defaultBwdBytes(C, Out);
 }
 
 void lstm(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 4, 13, 5); }
-void gru(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 3, 12, 3); }
+void gru(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 3, 11, 3); }
 void rnn(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 1, 0, 1); }
 
 //===------------------------- com.microsoft ----------------------------===//
@@ -1075,16 +1176,16 @@ template <int F, int T, int BF, int BT, Save S>
 void unaryT(const CostContext &C, NodeCost &O) {
   unaryRule(C, O, F, T, BF, BT, S);
 }
-template <int F, int T, int BF, int BT, Save S>
+template <int F, int T, int BFA, int BFB, int BT, Save SA, Save SB>
 void binaryT(const CostContext &C, NodeCost &O) {
-  binaryRule(C, O, F, T, BF, BT, S);
+  binaryRule(C, O, F, T, BFA, BFB, BT, SA, SB);
 }
 
 const OpRule Rules[] = {
 #define RIDGE_UNARY(D, Op, F, T, BF, BT, S)                                    \
   {D, Op, unaryT<F, T, BF, BT, Save::S>, 0u},
-#define RIDGE_BINARY(D, Op, F, T, BF, BT, S)                                   \
-  {D, Op, binaryT<F, T, BF, BT, Save::S>, 0u},
+#define RIDGE_BINARY(D, Op, F, T, BFA, BFB, BT, SA, SB)                        \
+  {D, Op, binaryT<F, T, BFA, BFB, BT, Save::SA, Save::SB>, 0u},
 #define RIDGE_OP(D, Op, Handler, NonDiff) {D, Op, Handler, NonDiff},
 #include "passes/OpCosts.def"
 };
@@ -1110,11 +1211,11 @@ OpClass ridge::opClass(const OpRule &Rule) {
 #define RIDGE_UNARY(D, Op, Fl, T, BF, BT, S)                                   \
   if (F == unaryT<Fl, T, BF, BT, Save::S>)                                     \
     return OpClass::ElementWise;
-#define RIDGE_BINARY(D, Op, Fl, T, BF, BT, S)                                  \
-  if (F == binaryT<Fl, T, BF, BT, Save::S>)                                    \
+#define RIDGE_BINARY(D, Op, Fl, T, BFA, BFB, BT, SA, SB)                       \
+  if (F == binaryT<Fl, T, BFA, BFB, BT, Save::SA, Save::SB>)                   \
     return OpClass::ElementWise;
 #include "passes/OpCosts.def"
-  for (CostRuleFn E : {unaryNoGrad, compareNoGrad, quantize, where, cast, dropout, trilu})
+  for (CostRuleFn E : {unaryNoGrad, compareNoGrad, quantize, where, cast, dropout, trilu, clip})
     if (F == E)
       return OpClass::ElementWise;
   for (CostRuleFn N : {batchNorm, instanceNorm, layerNorm, groupNorm, rmsNorm, skipLayerNorm,

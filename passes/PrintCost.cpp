@@ -35,7 +35,7 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
                                    ? std::optional<double>(dtypeBytes(*AM.config().ComputeDType))
                                    : std::nullopt};
       for (const Value *V : NC.Saved)
-        if (!V->isInitializer())
+        if (R->isActivation(V))
           Saved += C.bytes(V);
       OS << " bwd_flops=" << exactNumber(NC.Bwd.Flops)
          << " bwd_macs=" << exactNumber(NC.Bwd.Macs)
@@ -55,6 +55,7 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
      << " fwd_bytes=" << exactNumber(R->Fwd.Bytes)
      << " bwd_flops=" << exactNumber(R->Bwd.Flops)
      << " bwd_macs=" << exactNumber(R->Bwd.Macs)
+     << " bwd_transc=" << exactNumber(R->Bwd.Transcendentals)
      << " bwd_bytes=" << exactNumber(R->Bwd.Bytes)
      << " saved=" << exactNumber(R->SavedActivationBytes) << "\n";
   OS << "params: trainable=" << exactNumber(R->TrainableParams)

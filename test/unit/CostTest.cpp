@@ -32,6 +32,18 @@ TEST(OpTable, EveryRowIsUniqueAndFindable) {
   EXPECT_EQ(findOpRule("", "Reshape")->NonDiffInputs, 0x2u);
 }
 
+TEST(OpTable, ClipBoundsAreNotDifferentiable) {
+  // Clip(x, min, max): only x carries a gradient; Clip stays element-wise
+  // (fusable) though it has its own handler.
+  const OpRule *Clip = findOpRule("", "Clip");
+  ASSERT_NE(Clip, nullptr);
+  EXPECT_EQ(Clip->NonDiffInputs, 0x6u);
+  EXPECT_EQ(opClass(*Clip), OpClass::ElementWise);
+  // Binary rows stay element-wise after the per-input split.
+  EXPECT_EQ(opClass(*findOpRule("", "Div")), OpClass::ElementWise);
+  EXPECT_EQ(opClass(*findOpRule("com.microsoft", "BiasGelu")), OpClass::ElementWise);
+}
+
 TEST(Optimizer, PerParameterCosts) {
   EXPECT_EQ(optimizerCost(Config::Optimizer::SGD).FlopsPerParam, 2);
   EXPECT_EQ(optimizerCost(Config::Optimizer::Momentum).StateBytesPerParam, 4);
