@@ -12,6 +12,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,10 @@ class DiagnosticEngine {
 public:
   void warn(llvm::StringRef File, const llvm::Twine &Msg) {
     std::string S = File.empty() ? std::string() : (File + ": ").str();
-    Warnings.push_back(S + Msg.str());
+    S += Msg.str();
+    // The same model may be loaded more than once (ridge plan): say it once.
+    if (std::find(Warnings.begin(), Warnings.end(), S) == Warnings.end())
+      Warnings.push_back(std::move(S));
   }
   const std::vector<std::string> &warnings() const { return Warnings; }
   /// Prints "ridge: warning: ..." lines not printed before.

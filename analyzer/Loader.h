@@ -29,6 +29,14 @@ struct LoadOptions {
 llvm::Expected<std::unique_ptr<Model>>
 loadModel(llvm::StringRef Path, const LoadOptions &Opts, DiagnosticEngine &Diags);
 
+/// Loads Path with its batch dimension bound to Batch: the symbolic dim
+/// BatchDim if given, else the first graph input's dim 0 when symbolic,
+/// else dim 0 of every graph input is replaced (a fixed-batch export).
+llvm::Expected<std::unique_ptr<Model>> loadModelAtBatch(llvm::StringRef Path,
+                                                        const LoadOptions &Opts,
+                                                        llvm::StringRef BatchDim, int64_t Batch,
+                                                        DiagnosticEngine &Diags);
+
 /// Parses "NAME=N" for --dim.
 llvm::Expected<std::pair<std::string, int64_t>> parseDimBinding(llvm::StringRef S);
 /// Parses "NAME=1x3x224x224" for --input-shape.
