@@ -57,9 +57,9 @@ bool hasError(IO &Io) {
 }
 
 const char TopKeys[] =
-    "name, aliases, kind, peak_flops, transcendentals_per_s, "
+    "name, aliases, kind, peak_flops, vector_flops, transcendentals_per_s, "
     "memory, cache, host_link, node, intra_node, inter_node, "
-    "efficiency, launch_overhead";
+    "efficiency, efficiency_curves, kernel_overlap, launch_overhead";
 
 /// Called first in each section's mapping function; the parent restores the
 /// top level after the section (unknown keys are reported after mapping()
@@ -167,6 +167,18 @@ struct NodeSection {
 struct EffSection {
   Device *D;
 };
+struct VectorSection {
+  Device *D;
+};
+struct CurvesSection {
+  Device *D;
+};
+/// One efficiency curve as a flow list of "threshold:efficiency" strings.
+struct CurveList {
+  std::vector<std::string> Items;
+  std::vector<std::string>::iterator begin() { return Items.begin(); }
+  std::vector<std::string>::iterator end() { return Items.end(); }
+};
 
 /// The peak_flops keys, in the order they are written.
 struct PeakKey {
@@ -267,6 +279,82 @@ template <> struct SequenceTraits<AliasList> {
   }
   // Read by YAML I/O through SFINAE, which clang does not count as a use.
   [[maybe_unused]] static const bool flow = true;
+};
+
+template <> struct SequenceTraits<CurveList> {
+  static size_t size(IO &, CurveList &L) { return L.Items.size(); }
+  static std::string &element(IO &, CurveList &L, size_t I) {
+    if (I >= L.Items.size())
+      L.Items.resize(I + 1);
+    return L.Items[I];
+  }
+  [[maybe_unused]] static const bool flow = true;
+};
+
+template <> struct MappingTraits<VectorSection> {
+  static void mapping(IO &Io, VectorSection &V) {
+    enterSection(Io, "vector_flops", "fp64, fp32, bf16, fp16");
+    for (const PeakKey &K : PeakKeys) {
+      if (K.T == DType::Undefined || K.T == DType::Int8 || K.T == DType::Float8E4M3FN)
+        continue;
+      double Val = 0;
+      if (Io.outputting()) {
+        auto It = V.D->VectorFlops.find(K.T);
+        if (It == V.D->VectorFlops.end())
+          continue;
+        Val = It->second;
+      }
+      std::string Path = std::string("vector_flops.") + K.Key;
+      NumField F(&Val, Path.c_str(), Range::Positive);
+      mapValue(Io, K.Key, Path, F);
+      if (!Io.outputting() && Val > 0)
+        V.D->VectorFlops[K.T] = Val;
+    }
+  }
+};
+
+template <> struct MappingTraits<CurvesSection> {
+  static void mapping(IO &Io, CurvesSection &C) {
+    enterSection(Io, "efficiency_curves", "matrix, vector, memory");
+    struct Entry {
+      const char *Key;
+      EfficiencyCurve *Curve;
+    } Entries[] = {{"matrix", &C.D->MatrixEff},
+                   {"vector", &C.D->VectorEff},
+                   {"memory", &C.D->MemoryEff}};
+    for (const Entry &E : Entries) {
+      CurveList L;
+      if (Io.outputting()) {
+        if (E.Curve->empty())
+          continue;
+        for (const auto &[T, Eff] : E.Curve->Steps)
+          L.Items.push_back(formatNumber(T) + ":" + formatNumber(Eff));
+      }
+      std::string Path = std::string("efficiency_curves.") + E.Key;
+      mapValue(Io, E.Key, Path, L);
+      if (Io.outputting() || hasError(Io) || L.Items.empty())
+        continue;
+      // "threshold:efficiency", thresholds descending, the last one 0.
+      for (const std::string &Item : L.Items) {
+        auto [A, B] = StringRef(Item).split(':');
+        double T, Eff;
+        if (B.empty() || !llvm::to_float(A.trim(), T) || !llvm::to_float(B.trim(), Eff) ||
+            T < 0 || !(Eff > 0 && Eff <= 1)) {
+          Io.setError(formatv("{0}: expected threshold:efficiency with efficiency in (0, 1], "
+                              "got '{1}'",
+                              Path, Item));
+          return;
+        }
+        if (!E.Curve->Steps.empty() && T >= E.Curve->Steps.back().first) {
+          Io.setError(formatv("{0}: thresholds must decrease, got '{1}'", Path, Item));
+          return;
+        }
+        E.Curve->Steps.emplace_back(T, Eff);
+      }
+      if (E.Curve->Steps.back().first != 0)
+        Io.setError(formatv("{0}: the last threshold must be 0", Path));
+    }
+  }
 };
 
 template <> struct MappingTraits<PeakSection> {
@@ -421,6 +509,14 @@ template <> struct MappingTraits<DeviceDoc> {
       Section("inter_node", Inter);
     EffSection Eff{&D};
     Section("efficiency", Eff);
+    VectorSection Vec{&D};
+    if (!Out || !D.VectorFlops.empty())
+      Section("vector_flops", Vec);
+    CurvesSection Curves{&D};
+    if (!Out || !D.MatrixEff.empty() || !D.VectorEff.empty() || !D.MemoryEff.empty())
+      Section("efficiency_curves", Curves);
+    if (!Out || !D.KernelOverlap)
+      mapValue(Io, "kernel_overlap", "kernel_overlap", D.KernelOverlap);
     NumField Launch(&D.LaunchOverhead, "launch_overhead", Range::NonNegative);
     mapValue(Io, "launch_overhead", Launch.Path, Launch);
 
@@ -687,4 +783,11 @@ void ridge::printDeviceTable(llvm::ArrayRef<Device> Devices, llvm::raw_ostream &
                         Ridge(D.peak(DType::BFloat16), D.MemBandwidth),
                         Ridge(D.peak(DType::Float8E4M3FN), D.MemBandwidth));
   }
+}
+
+double Device::vectorPeak(DType T) const {
+  auto It = VectorFlops.find(T);
+  if (It != VectorFlops.end())
+    return It->second;
+  return peak(DType::Float).value_or(0);
 }

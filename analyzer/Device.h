@@ -29,6 +29,20 @@ struct LinkSpec {
   bool present() const { return Bandwidth > 0; }
 };
 
+/// Achievable fraction of a peak as a step function of an op's size (FLOPs
+/// or bytes): the first step whose threshold the size reaches, thresholds
+/// descending, the last one 0 (Calculon's gflops_efficiency / MB_efficiency).
+struct EfficiencyCurve {
+  std::vector<std::pair<double, double>> Steps; ///< (threshold, efficiency)
+  bool empty() const { return Steps.empty(); }
+  double at(double Size) const {
+    for (const auto &[Threshold, Eff] : Steps)
+      if (Size >= Threshold)
+        return Eff;
+    return Steps.empty() ? 1.0 : Steps.back().second;
+  }
+};
+
 struct Device {
   std::string Name;
   std::vector<std::string> Aliases;
@@ -45,6 +59,25 @@ struct Device {
   unsigned DevicesPerNode = 1;
   double EffCompute = 1, EffMemory = 1, EffIntraNode = 1, EffInterNode = 1;
   double LaunchOverhead = 0; ///< seconds per op launch
+  /// Non-tensor-core rates per dtype (element-wise work); fp32 peak if absent.
+  std::map<DType, double> VectorFlops;
+  /// Size-dependent efficiencies; empty: the flat EffCompute / EffMemory.
+  EfficiencyCurve MatrixEff, VectorEff, MemoryEff;
+  /// Whether a kernel overlaps its memory traffic with its arithmetic
+  /// (time = max) or not (time = sum).
+  bool KernelOverlap = true;
+
+  double matrixEfficiency(double Flops) const {
+    return MatrixEff.empty() ? EffCompute : MatrixEff.at(Flops);
+  }
+  double vectorEfficiency(double Flops) const {
+    return VectorEff.empty() ? EffCompute : VectorEff.at(Flops);
+  }
+  double memoryEfficiency(double Bytes) const {
+    return MemoryEff.empty() ? EffMemory : MemoryEff.at(Bytes);
+  }
+  /// The rate of element-wise (non-matrix) FLOPs in dtype T.
+  double vectorPeak(DType T) const;
   std::string SourcePath;    ///< the file it was read from
 
   /// Peak for a dtype, nullopt when unsupported. The fp8 entry serves all four

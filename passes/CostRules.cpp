@@ -1073,7 +1073,11 @@ void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs + Steps * B * (2 * G * H + EwFlops * H);
   Out.Fwd.Transcendentals = Steps * B * H * EwTransc;
-  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  // The recurrence runs one product per time step, and each step reads its
+  // direction's W and R again: S - 1 reads beyond the single read the
+  // default counts. This is what keeps an RNN's intensity at about its batch.
+  double WeightBytes = C.bytes(C.N.input(1)) + C.bytes(C.N.input(2));
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C) + (S - 1) * WeightBytes;
   if (!C.anyGrad())
     return;
   save(Out, C.N.input(0));
@@ -1085,6 +1089,9 @@ void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
   Out.Bwd.Flops = 2 * Out.Bwd.Macs + 2 * Steps * B * (2 * G * H + EwFlops * H);
   Out.Bwd.Transcendentals = 0;
   defaultBwdBytes(C, Out);
+  // Per step, dX needs W and dh needs R again (the gradient accumulators of
+  // W and R stay on chip): S - 1 more reads of each.
+  Out.Bwd.Bytes += (S - 1) * WeightBytes;
 }
 
 void lstm(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 4, 13, 5); }

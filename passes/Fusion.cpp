@@ -79,9 +79,6 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     G.Bwd += NC.Bwd;
     G.NeedsBackward |= NC.NeedsBackward;
   }
-  double Beta = D.MemBandwidth * D.EffMemory;
-  double Vector = RL->VectorPeak * D.EffCompute;
-  double Tau = D.TranscendentalsPerS * D.EffCompute;
   for (auto &[Id, G] : ById) {
     for (const Value *V : Interior[Id]) {
       double B = valueBytes(V, Cfg);
@@ -92,14 +89,10 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     }
     G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
     G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
-    const NodeRoofline &First = RL->Nodes[G.Members.front()];
-    double Pi = (First.Type == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
-                     ? D.Tf32Flops
-                     : D.peak(First.Type).value_or(RL->VectorPeak)) *
-                D.EffCompute;
-    G.FwdTime = placePhase(G.Fwd, Pi, Vector, Beta, Tau, D.LaunchOverhead, Cfg.SumTerms);
+    DType Ty = RL->Nodes[G.Members.front()].Type;
+    G.FwdTime = placeOnDevice(G.Fwd, D, Ty, Cfg);
     if (G.NeedsBackward)
-      G.BwdTime = placePhase(G.Bwd, Pi, Vector, Beta, Tau, D.LaunchOverhead, Cfg.SumTerms);
+      G.BwdTime = placeOnDevice(G.Bwd, D, Ty, Cfg);
     R.BytesAfter += (G.Fwd.Bytes + G.Bwd.Bytes) * G.Multiplier;
     R.StepSecondsAfter += (G.FwdTime.Seconds + G.BwdTime.Seconds) * G.Multiplier;
     if (G.Members.size() > 1) {

@@ -44,6 +44,21 @@ PhaseTime ridge::placePhase(const PhaseCost &P, double MatrixPeak, double Vector
   return T;
 }
 
+PhaseTime ridge::placeOnDevice(const PhaseCost &P, const Device &D, DType T,
+                               const Config &Cfg) {
+  double MatrixFlops = 2 * P.Macs;
+  double VectorFlops = std::max(0.0, P.Flops - MatrixFlops);
+  double MatrixPeak = T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
+                          ? D.Tf32Flops
+                          : D.peak(T).value_or(D.vectorPeak(T));
+  double Pi = MatrixPeak * D.matrixEfficiency(MatrixFlops);
+  double Vector = D.vectorPeak(T) * D.vectorEfficiency(VectorFlops);
+  double Beta = D.MemBandwidth * D.memoryEfficiency(P.Bytes);
+  double Tau = D.TranscendentalsPerS * D.EffCompute;
+  return placePhase(P, Pi, Vector, Beta, Tau, D.LaunchOverhead,
+                    Cfg.SumTerms || !D.KernelOverlap);
+}
+
 llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   if (!Cfg.Dev)
@@ -60,23 +75,13 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   R.Bandwidth = D.MemBandwidth;
   R.VectorPeak = D.peak(DType::Float).value_or(0);
   std::set<DType> Fallbacks;
-  // The matrix peak for a dtype; fp32 may run on TF32 tensor cores.
-  auto MatrixPeakOf = [&](DType Ty) -> double {
-    if (Ty == DType::Float && Cfg.TF32 && D.Tf32Flops > 0)
-      return D.Tf32Flops;
-    if (auto P = D.peak(Ty))
-      return *P;
-    Fallbacks.insert(Ty);
-    return R.VectorPeak;
-  };
   R.StepType = Cfg.ComputeDType.value_or(DType::Float);
-  R.MatrixPeak = MatrixPeakOf(R.StepType);
+  R.MatrixPeak = R.StepType == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
+                     ? D.Tf32Flops
+                     : D.peak(R.StepType).value_or(D.vectorPeak(R.StepType));
   if (R.VectorPeak <= 0)
-    R.VectorPeak = R.MatrixPeak; // a device with no fp32 figure (TPU files give one)
+    R.VectorPeak = R.MatrixPeak; // a device with no fp32 figure
   R.RidgePoint = R.MatrixPeak / R.Bandwidth;
-  double Beta = D.MemBandwidth * D.EffMemory;
-  double Vector = R.VectorPeak * D.EffCompute;
-  double Tau = D.TranscendentalsPerS * D.EffCompute;
 
   for (const NodeCost &NC : C->Nodes) {
     NodeRoofline NR;
@@ -88,10 +93,11 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
           NR.Type = V->Elem;
           break;
         }
-    double Pi = MatrixPeakOf(NR.Type) * D.EffCompute;
-    NR.Fwd = placePhase(NC.Fwd, Pi, Vector, Beta, Tau, D.LaunchOverhead, Cfg.SumTerms);
+    if (!D.peak(NR.Type) && !(NR.Type == DType::Float && Cfg.TF32 && D.Tf32Flops > 0))
+      Fallbacks.insert(NR.Type);
+    NR.Fwd = placeOnDevice(NC.Fwd, D, NR.Type, Cfg);
     if (NC.NeedsBackward)
-      NR.Bwd = placePhase(NC.Bwd, Pi, Vector, Beta, Tau, D.LaunchOverhead, Cfg.SumTerms);
+      NR.Bwd = placeOnDevice(NC.Bwd, D, NR.Type, Cfg);
     double K = NC.Multiplier;
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;
@@ -104,8 +110,8 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
     R.Nodes.push_back(NR);
   }
   // The optimizer: one fused multi-tensor update, streaming its bytes.
-  PhaseTime Opt = placePhase(T->Optimizer, Vector, Vector, Beta, Tau, D.LaunchOverhead,
-                             Cfg.SumTerms);
+  // fp32 master weights and state: vector work at fp32.
+  PhaseTime Opt = placeOnDevice(T->Optimizer, D, DType::Float, Cfg);
   R.OptimizerSeconds = Opt.Seconds;
   if (Opt.B == Bound::Memory)
     R.MemoryBoundSeconds += Opt.Seconds;
@@ -113,7 +119,7 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   R.MFU = Step > 0 ? (C->Fwd.Flops + C->Bwd.Flops) / Step / R.MatrixPeak : 0;
   for (DType Ty : Fallbacks)
     AM.diags().warn(M.Path, llvm::formatv("device {0} lists no {1} peak; ops in {1} "
-                                          "are timed at its fp32 rate",
+                                          "are timed at its vector rate",
                                           D.Name, dtypeName(Ty)));
   return R;
 }

@@ -60,7 +60,14 @@ struct RooflineAnalysis {
   static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
 };
 
-/// One phase on the roofline; exposed for unit tests.
+/// One phase of an op in dtype T on device D: the matrix peak for T (TF32
+/// for fp32 with --tf32), the vector rate for T for other FLOPs, each derated
+/// by the device's efficiency (its curves by op size when it has them), and
+/// time = max of the terms, or their sum with --no-overlap or a device whose
+/// kernels do not overlap.
+PhaseTime placeOnDevice(const PhaseCost &P, const Device &D, DType T, const Config &Cfg);
+
+/// One phase on the roofline with explicit rates; exposed for unit tests.
 PhaseTime placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,
                      double Bandwidth, double TranscRate, double Launch, bool Sum);
 

@@ -7,6 +7,7 @@
 #include "analyzer/Device.h"
 #include "analyzer/Loader.h"
 #include "passes/Passes.h"
+#include "passes/Planner.h"
 #include "passes/RooflineChart.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -23,10 +24,14 @@ static cl::SubCommand PrintCmd("print", "Print the IR with inferred shapes");
 static cl::SubCommand AnalyzeCmd(
     "analyze", "Per-op forward/backward FLOPs, bytes and memory of a training step");
 static cl::SubCommand RunCmd("run", "Run the pass pipeline given by --passes");
+static cl::SubCommand PlanCmd(
+    "plan", "Recommend data/tensor/pipeline parallelism for N devices, with its step time");
+static cl::SubCommand LawsCmd(
+    "laws", "Evaluate laws.md's formulas: Amdahl, ring collectives, pipeline bubble");
 static cl::SubCommand DevicesCmd("devices",
                                  "List the device descriptions and their ridge points");
 
-#define MODEL_SUBS cl::sub(PrintCmd), cl::sub(AnalyzeCmd), cl::sub(RunCmd)
+#define MODEL_SUBS cl::sub(PrintCmd), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd)
 
 static cl::opt<std::string> ModelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.onnx|model.onnxtxt|->"),
@@ -46,7 +51,7 @@ static cl::opt<OutputFormat> Format(
     cl::values(clEnumValN(OutputFormat::Text, "text", "human-readable table"),
                clEnumValN(OutputFormat::Json, "json", "JSON (versioned schema)"),
                clEnumValN(OutputFormat::Csv, "csv", "CSV")),
-    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
+    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
 static cl::opt<std::string> OutputPath("o", cl::desc("Write output to FILE (default: stdout)"),
                                        cl::value_desc("FILE"), cl::init("-"),
                                        MODEL_SUBS, cl::cat(RidgeCat));
@@ -107,6 +112,73 @@ static cl::opt<bool> TF32Opt("tf32", cl::desc("Run fp32 matrix products on TF32 
 static cl::opt<std::string> RooflineOut(
     "roofline", cl::desc("Also write a roofline chart of every op (.svg or self-contained .html)"),
     cl::value_desc("FILE"), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+// ridge plan.
+static cl::OptionCategory PlanCat("ridge plan options");
+static cl::opt<unsigned> PlanDevices("devices", cl::desc("Number of devices N"), cl::init(1),
+                                     cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<unsigned> PlanPerNode("devices-per-node",
+                                     cl::desc("Devices per node (default: the device file's)"),
+                                     cl::init(0), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<int64_t> PlanGlobalBatch("global-batch", cl::desc("Samples per training step"),
+                                        cl::init(0), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<int64_t> PlanMicroBatch("micro-batch",
+                                       cl::desc("Micro-batch size (default: searched)"),
+                                       cl::init(0), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<std::string> PlanBatchDim(
+    "batch-dim",
+    cl::desc("Symbolic dim that is the batch (default: the first input's dim 0; a fixed "
+             "dim 0 of every input is replaced)"),
+    cl::value_desc("NAME"), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<unsigned> PlanTP("tp", cl::desc("Fix the tensor-parallel degree"), cl::init(0),
+                                cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<unsigned> PlanPP("pp", cl::desc("Fix the pipeline-parallel degree"), cl::init(0),
+                                cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<unsigned> PlanDP("dp", cl::desc("Fix the data-parallel degree"), cl::init(0),
+                                cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<unsigned> PlanInterleave("interleave",
+                                        cl::desc("Fix the interleaved chunks per stage (v)"),
+                                        cl::init(0), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<int> PlanZero("zero", cl::desc("Fix the ZeRO stage (0-3)"), cl::init(-1),
+                             cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<bool> PlanSP("sequence-parallel",
+                            cl::desc("Fix sequence parallelism on (=false: off)"),
+                            cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<unsigned> PlanMaxTP("max-tp",
+                                   cl::desc("Largest tensor-parallel degree searched (default: "
+                                            "devices per node)"),
+                                   cl::init(0), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<double> PlanSlowdown(
+    "overlap-slowdown",
+    cl::desc("Fraction by which overlapped communication slows compute (default 0.1)"),
+    cl::init(0.1), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<unsigned> PlanTop("show", cl::desc("Configurations to print (default 5)"),
+                                 cl::init(5), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<bool> PlanScaling("scaling",
+                                 cl::desc("Also print the best configuration on 1, 2, 4, ... N"),
+                                 cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<std::string> PlanEmit(
+    "emit", cl::desc("Print launch settings for the plan: megatron, deepspeed or torch"),
+    cl::sub(PlanCmd), cl::cat(PlanCat));
+// ridge laws.
+static cl::opt<double> LawFraction("parallel-fraction",
+                                   cl::desc("Amdahl: the parallelizable fraction p of the time"),
+                                   cl::init(-1), cl::sub(LawsCmd), cl::cat(RidgeCat));
+static cl::list<double> LawSpeedups("s", cl::desc("Amdahl: speedups s of the parallel part"),
+                                    cl::CommaSeparated, cl::sub(LawsCmd), cl::cat(RidgeCat));
+static cl::opt<double> LawBytes("bytes", cl::desc("Collective: bytes of the tensor"),
+                                cl::init(0), cl::sub(LawsCmd), cl::cat(RidgeCat));
+static cl::opt<unsigned> LawRanks("ranks", cl::desc("Collective: group size n"), cl::init(0),
+                                  cl::sub(LawsCmd), cl::cat(RidgeCat));
+static cl::opt<double> LawBandwidth("bandwidth", cl::desc("Collective: link bytes/s"),
+                                    cl::init(0), cl::sub(LawsCmd), cl::cat(RidgeCat));
+static cl::opt<double> LawLatency("latency", cl::desc("Collective: seconds per step"),
+                                  cl::init(0), cl::sub(LawsCmd), cl::cat(RidgeCat));
+static cl::opt<unsigned> LawStages("stages", cl::desc("Pipeline: stages p"), cl::init(0),
+                                   cl::sub(LawsCmd), cl::cat(RidgeCat));
+static cl::opt<unsigned> LawMicro("micro-batches", cl::desc("Pipeline: micro-batches m"),
+                                  cl::init(0), cl::sub(LawsCmd), cl::cat(RidgeCat));
+static cl::opt<unsigned> LawChunks("chunks", cl::desc("Pipeline: interleaved chunks v"),
+                                   cl::init(1), cl::sub(LawsCmd), cl::cat(RidgeCat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the passes --passes accepts"),
                                 cl::cat(RidgeCat));
 
@@ -122,19 +194,27 @@ int main(int argc, char **argv) {
        << LLVM_VERSION_STRING << ")\n";
   });
   for (cl::SubCommand *S :
-       {&cl::SubCommand::getTopLevel(), &PrintCmd, &AnalyzeCmd, &RunCmd, &DevicesCmd})
-    cl::HideUnrelatedOptions(RidgeCat, *S);
+       {&cl::SubCommand::getTopLevel(), &PrintCmd, &AnalyzeCmd, &RunCmd, &DevicesCmd, &PlanCmd,
+        &LawsCmd})
+    cl::HideUnrelatedOptions({&RidgeCat, &PlanCat}, *S);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ridge: training cost, roofline and parallelism analysis of ONNX models\n\n"
       "  ridge analyze MODEL     summary of the model\n"
       "  ridge print MODEL       the IR with inferred shapes\n"
+      "  ridge plan MODEL --devices N --global-batch B   a parallel strategy\n"
       "  ridge devices           the target devices and their ridge points\n"
+      "  ridge laws              laws.md's formulas (Amdahl, collectives, bubble)\n"
       "  ridge run MODEL --passes=a,b\n");
 
   if (ListPasses) {
     llvm::outs() << "passes:\n";
     printPassList(llvm::outs());
+    return 0;
+  }
+  if (LawsCmd) {
+    printLaws(LawFraction, LawSpeedups, LawBytes, LawRanks, LawBandwidth, LawLatency,
+              LawStages, LawMicro, LawChunks, llvm::outs());
     return 0;
   }
   // Devices: the shipped folder, or one file.
@@ -164,7 +244,7 @@ int main(int argc, char **argv) {
     Dev = *D;
   }
 
-  if (!PrintCmd && !AnalyzeCmd && !RunCmd) {
+  if (!PrintCmd && !AnalyzeCmd && !RunCmd && !PlanCmd) {
     llvm::errs() << "ridge: error: no subcommand given (try 'ridge --help')\n";
     return 1;
   }
@@ -191,16 +271,13 @@ int main(int argc, char **argv) {
   std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();
   if (RunCmd && Passes.empty())
     return fail(usageError("run: --passes is required (see --list-passes)"));
-  if (llvm::Error E = parsePipeline(Pipeline, PM))
-    return fail(std::move(E));
+  if (!PlanCmd)
+    if (llvm::Error E = parsePipeline(Pipeline, PM))
+      return fail(std::move(E));
 
   Timing Timer(TimePasses);
   LO.Timer = &Timer;
   DiagnosticEngine Diags;
-  auto M = loadModel(ModelPath, LO, Diags);
-  Diags.flush(llvm::errs());
-  if (!M)
-    return fail(M.takeError());
 
   std::error_code EC;
   llvm::raw_fd_ostream Out(OutputPath, EC, llvm::sys::fs::OF_None);
@@ -217,6 +294,8 @@ int main(int argc, char **argv) {
       return fail(usageError("--dtype '" + DTypeOpt +
                              "': expected a floating-point type (fp32, bf16, fp16, fp8, fp64)"));
     C.ComputeDType = *T;
+  } else if (PlanCmd) {
+    C.ComputeDType = DType::BFloat16; // how large models train today
   }
   C.Opt = OptimizerOpt;
   C.Recomp = RecomputeOpt;
@@ -233,6 +312,57 @@ int main(int argc, char **argv) {
   C.SumTerms = NoOverlap;
   C.TF32 = TF32Opt;
   C.RooflinePath = RooflineOut;
+
+  if (PlanCmd) {
+    PlanOptions PO;
+    PO.Devices = PlanDevices;
+    PO.DevicesPerNode = PlanPerNode;
+    PO.GlobalBatch = PlanGlobalBatch;
+    if (PlanMicroBatch > 0)
+      PO.MicroBatch = PlanMicroBatch;
+    if (PlanTP)
+      PO.TP = PlanTP;
+    if (PlanPP)
+      PO.PP = PlanPP;
+    if (PlanDP)
+      PO.DP = PlanDP;
+    if (PlanInterleave)
+      PO.Interleave = PlanInterleave;
+    if (PlanZero >= 0) {
+      if (PlanZero > 3)
+        return fail(usageError("--zero must be 0, 1, 2 or 3"));
+      PO.Zero = unsigned(PlanZero);
+    }
+    if (RecomputeOpt.getNumOccurrences())
+      PO.Recomp = RecomputeOpt;
+    if (PlanSP.getNumOccurrences())
+      PO.SequenceParallel = bool(PlanSP);
+    PO.MaxTP = PlanMaxTP;
+    PO.OverlapSlowdown = PlanSlowdown;
+    PO.Top = PlanTop;
+    PO.Scaling = PlanScaling;
+    PO.Emit = PlanEmit;
+    if (!PO.Emit.empty() && PO.Emit != "megatron" && PO.Emit != "deepspeed" && PO.Emit != "torch")
+      return fail(usageError("--emit '" + PO.Emit + "': expected megatron, deepspeed or torch"));
+    if ((PlanTP || PlanPP || PlanDP) && !(PlanTP && PlanPP && PlanDP))
+      return fail(usageError("plan: fix a configuration with all of --tp, --pp and --dp"));
+    if (PlanTP && uint64_t(PlanTP) * PlanPP * PlanDP != PlanDevices)
+      return fail(usageError("plan: --tp x --pp x --dp must equal --devices"));
+    auto Load = [&](int64_t Batch) {
+      return loadModelAtBatch(ModelPath, LO, PlanBatchDim, Batch, Diags);
+    };
+    auto R = planParallelism(Load, C, PO, Diags);
+    Diags.flush(llvm::errs());
+    if (!R)
+      return fail(R.takeError());
+    printPlan(*R, C, Out);
+    return 0;
+  }
+
+  auto M = loadModel(ModelPath, LO, Diags);
+  Diags.flush(llvm::errs());
+  if (!M)
+    return fail(M.takeError());
   int RC = 0;
   {
     AnalysisManager AM(**M, C, Diags, &Timer);

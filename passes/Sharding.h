@@ -1,0 +1,65 @@
+//===- Sharding.h - Tensor-parallel sharding propagation ---------*- C++ -*-===//
+//
+// How t devices split each op of the graph, found by propagation the way SPMD
+// compilers do, with no knowledge of what the model is. Every tensor is
+// replicated (R), sharded on one dim (S d) or a partial sum (P). A matrix
+// product with a weight takes the split its input invites:
+//   input R       -> column split: output S(last); backward all-reduces dX
+//   input S(K)    -> row split: output P (no communication yet)
+// and a partial sum is all-reduced (or, with sequence parallelism,
+// reduce-scattered along the sequence) before its first reader. Element-wise
+// ops, reshapes, transposes, splits and batched products keep shardings that
+// line up; anything else gathers its inputs first. On a transformer block
+// this yields Megatron's split: QKV and the first MLP product column-split,
+// attention output and second MLP product row-split, one all-reduce each in
+// forward and in backward.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_SHARDING_H
+#define RIDGE_PASSES_SHARDING_H
+
+#include "analyzer/IR.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include <vector>
+
+namespace ridge {
+
+enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll };
+const char *collectiveName(CollectiveKind K);
+
+/// One collective on the tensor-parallel group, per micro-batch.
+struct TPCollective {
+  CollectiveKind Kind;
+  bool Backward;        ///< runs in the backward pass
+  const Value *Tensor;  ///< the full (unsharded) tensor it moves
+  const Node *At;       ///< the node before which it runs
+};
+
+struct ShardState {
+  enum Kind : uint8_t { R, S, P } K = R;
+  int Dim = -1; ///< for S
+};
+
+struct ShardingResult {
+  unsigned Degree = 1;
+  bool SequenceParallel = false;
+  /// Per node of the main graph (by Node::Index): its work is split t ways.
+  std::vector<bool> Split;
+  /// Per node: a weight split ("col", "row", "vocab") or empty.
+  std::vector<std::string> WeightSplit;
+  std::vector<TPCollective> Collectives;
+  llvm::DenseMap<const Value *, ShardState> States;
+  /// Trainable parameters whose tensor is split across the group.
+  llvm::DenseSet<const Value *> SplitParams;
+};
+
+/// Propagates shardings over G's main graph for degree t. NeedsGrad tells
+/// which tensors carry gradients (backward collectives are only needed for
+/// those).
+ShardingResult propagateSharding(const Graph &G, unsigned Degree, bool SequenceParallel,
+                                 const llvm::DenseSet<const Value *> &NeedsGrad);
+
+} // namespace ridge
+
+#endif
