@@ -88,7 +88,7 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
                   "backward; {3} stays exposed.\n",
                   W.C.D, ms(W.DPSeconds), W.DPTier, ms(W.DPExposedSeconds));
   if (W.C.T > 1)
-    OS << formatv("  - tensor parallel x{0} on the {1} link: {2} collectives per step on "
+    OS << formatv("  - tensor parallel x{0} on the {1} link: {2} collective(s) per step on "
                   "the critical path ({3}); splits found by propagation: {4} column, {5} row, "
                   "{6} vocabulary.\n",
                   W.C.T, W.TPTier, W.TPCollectivesPerStep, ms(W.TPSeconds),
@@ -259,8 +259,8 @@ void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream 
                 R.Opts.Devices, R.Dev->Name,
                 R.Opts.DevicesPerNode ? R.Opts.DevicesPerNode : R.Dev->DevicesPerNode,
                 R.Opts.GlobalBatch, dtypeName(R.StepType), withCommas(R.Params));
-  OS << formatv("searched {0} configurations in {1:F3} s; {2} do not fit device memory\n",
-                R.Evaluated, R.SearchSeconds, R.Rejected);
+  OS << formatv("searched {0} configurations; {1} do not fit device memory\n", R.Evaluated,
+                R.Rejected);
   if (R.Fixed) {
     OS << "\nconfiguration " << configName(R.Fixed->C) << ":\n";
     OS << formatv("  step {0}, {1:F1} TFLOP/s per device, MFU {2:P1}, speedup {3:F1}x vs one "

@@ -10,6 +10,7 @@
 #include "passes/Planner.h"
 #include "passes/RooflineChart.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
@@ -356,6 +357,9 @@ int main(int argc, char **argv) {
     if (!R)
       return fail(R.takeError());
     printPlan(*R, C, Out);
+    if (TimePasses)
+      llvm::errs() << llvm::formatv("plan: searched {0} configurations in {1:F3} s\n",
+                                    R->Evaluated, R->SearchSeconds);
     return 0;
   }
 
