@@ -280,6 +280,8 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   } else {
     applyRule(*Rule, C, NC);
   }
+  if (N.OpType == "SequenceMap" && N.Domain.empty())
+    NC.Unmodeled = "sequence length unknown statically: body counted once";
   if ((N.OpType == "Loop" || N.OpType == "Scan") && N.Domain.empty()) {
     bool Known = false;
     tripCount(N, Known);

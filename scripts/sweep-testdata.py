@@ -17,6 +17,10 @@ ap.add_argument("--min-ok", type=int, default=0, help="fail if fewer models succ
 ap.add_argument("--timeout", type=float, default=60)
 ap.add_argument("--jobs", type=int, default=2)
 ap.add_argument("--list-errors", action="store_true")
+ap.add_argument("--count-modeled", action="store_true",
+                help="also cost every model (print<cost>) and count those fully modeled")
+ap.add_argument("--min-modeled", type=int, default=0,
+                help="fail if fewer models are fully modeled")
 args = ap.parse_args()
 
 models = sorted(glob.glob(os.path.join(args.root, "*", "*", "model.onnx")))
@@ -25,12 +29,20 @@ if not models:
 
 
 def run(path):
-    cmd = [args.ridge, args.subcommand, path, "-o", os.devnull] + args.extra.split()
+    if args.count_modeled:
+        cmd = [args.ridge, "run", path, "--passes=print<cost>"] + args.extra.split()
+    else:
+        cmd = [args.ridge, args.subcommand, path, "-o", os.devnull] + args.extra.split()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
         return path, "hang", ""
     if p.returncode == 0:
+        if args.count_modeled:
+            m = re.search(r"^coverage: (\d+) of (\d+) nodes modeled", p.stdout, re.M)
+            full = bool(m) and m.group(1) == m.group(2)
+            unmodeled = re.findall(r"^unmodeled: (.*) x\d+$", p.stdout, re.M)
+            return path, "ok", ("FULL" if full else "PARTIAL:" + "; ".join(unmodeled))
         return path, "ok", p.stderr
     if p.returncode == 1 and "ridge: error:" in p.stderr:
         return path, "error", p.stderr
@@ -65,6 +77,21 @@ if reasons:
     print("reasons:")
     for r, n in reasons.most_common():
         print(f"  {n:5}  {r}")
+modeled_short = False
+if args.count_modeled:
+    full = sum(1 for _, kind, info in results if kind == "ok" and info == "FULL")
+    print(f"fully modeled: {full} of {len(models)} models")
+    why = collections.Counter()
+    for _, kind, info in results:
+        if kind == "ok" and info.startswith("PARTIAL:"):
+            for item in info[len("PARTIAL:"):].split("; "):
+                if item:
+                    why[re.sub(r"'[^']*'", "'…'", item)] += 1
+    if why:
+        print("not modeled (models):")
+        for r, n in why.most_common(25):
+            print(f"  {n:5}  {r}")
+    modeled_short = full < args.min_modeled
 bad = counts["crash"] + counts["hang"]
-if bad or counts["ok"] < args.min_ok:
+if bad or counts["ok"] < args.min_ok or modeled_short:
     sys.exit(1)

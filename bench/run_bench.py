@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+"""ridge's speed and memory against its peer, side by side in one run.
+
+Builds ridge in Release, generates the inputs it lacks, and for each case runs
+ridge and the Python peer (Debian's python3-onnx: onnx.load +
+onnx.shape_inference.infer_shapes, what the Python profilers do first), each
+under /usr/bin/time, best of --repeat runs. Prints a Markdown table: case,
+ridge time, peer time, ratio, ridge peak RSS, file size.
+
+  /usr/bin/python3 bench/run_bench.py [--repeat 3] [--skip-1m]
+"""
+import argparse, os, re, subprocess, sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.join(ROOT, "build", "models")
+RIDGE = os.path.join(ROOT, "build", "bin", "ridge")
+PY = "/usr/bin/python3"
+PEER = ("import onnx, sys; m = onnx.load(sys.argv[1], load_external_data=False); "
+        "onnx.shape_inference.infer_shapes(m)")
+
+
+def timed(cmd):
+    """(seconds, peak RSS bytes) of one run, via GNU time."""
+    p = subprocess.run(["/usr/bin/time", "-f", "@@%e %M"] + cmd, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"bench: {' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
+    sec, kb = re.findall(r"@@([\d.]+) (\d+)", p.stderr)[-1]
+    return float(sec), int(kb) * 1024
+
+
+def best(cmd, n):
+    runs = [timed(cmd) for _ in range(n)]
+    return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def ensure(path, gen):
+    if not os.path.exists(path):
+        print(f"bench: generating {os.path.relpath(path, ROOT)}", file=sys.stderr)
+        subprocess.run(gen, check=True, stdout=subprocess.DEVNULL)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-1m", action="store_true")
+    ap.add_argument("--no-build", action="store_true")
+    a = ap.parse_args()
+    if not a.no_build:
+        subprocess.run([os.path.join(ROOT, "scripts", "build.sh")], check=True,
+                       stdout=subprocess.DEVNULL, env=dict(os.environ, RIDGE_BUILD_TYPE="Release"))
+    os.makedirs(MODELS, exist_ok=True)
+    vgg = os.path.join(MODELS, "vgg16-embedded.onnx")
+    ensure(vgg, [PY, os.path.join(ROOT, "bench", "gen_vgg16.py"), "--out", vgg])
+    cases = [("VGG-16, weights embedded: analyze", vgg, [RIDGE, "analyze", vgg, "-o", os.devnull])]
+    sizes = [10_000, 100_000] + ([] if a.skip_1m else [1_000_000])
+    for n in sizes:
+        path = os.path.join(MODELS, f"synth-{n // 1000}k.onnx")
+        ensure(path, [PY, os.path.join(ROOT, "bench", "gen_synthetic.py"), "--nodes", str(n),
+                      "--out", path])
+        cases.append((f"synthetic {n:,} nodes: analyze", path,
+                      [RIDGE, "analyze", path, "-o", os.devnull]))
+        cases.append((f"synthetic {n:,} nodes: plan, 64 devices", path,
+                      [RIDGE, "plan", path, "--devices", "64", "--global-batch", "512",
+                       "-o", os.devnull]))
+    gpt = os.path.join(MODELS, "gpt-1.7b.onnx")
+    ensure(gpt, [PY, os.path.join(ROOT, "bench", "gen_gpt.py"), "--layers", "24", "--hidden",
+                 "2304", "--heads", "24", "--seq", "2048", "--vocab", "51200", "--batch", "batch",
+                 "--mask", "trilu", "--out", gpt])
+    cases.append(("GPT 1.7B: plan, 4096 devices (all configurations)", gpt,
+                  [RIDGE, "plan", gpt, "--devices", "4096", "--global-batch", "4096",
+                   "-o", os.devnull]))
+    print("| case | ridge (s) | peer: onnx.load + infer_shapes (s) | ratio | ridge peak RSS (MB) | file (MB) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, path, cmd in cases:
+        t, rss = best(cmd, a.repeat)
+        peer = "" if "plan" in name else best([PY, "-c", PEER, path], 1 if "1,000,000" in name else a.repeat)[0]
+        ratio = f"{peer / t:.0f}x" if peer else "-"
+        print(f"| {name} | {t:.3f} | {peer if peer == '' else f'{peer:.3f}'} | {ratio} | "
+              f"{rss / 1e6:.1f} | {os.path.getsize(path) / 1e6:.1f} |", flush=True)
+
+
+main()
