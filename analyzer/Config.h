@@ -53,7 +53,7 @@ struct Config {
   // Report.
   std::string RooflinePath;   ///< --roofline: chart written after the report
   std::string Sort = "flops"; ///< flops | bytes | time | name | order
-  unsigned Top = 0;           ///< rows of the per-op table (0: all)
+  unsigned Top = 50;          ///< rows of the text per-op table (0: all)
 };
 
 } // namespace ridge

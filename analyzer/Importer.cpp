@@ -5,11 +5,130 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include <onnx/onnx_pb.h>
+#include <cmath>
+#include <cstring>
 #include <queue>
 
 using namespace ridge;
 using llvm::Error;
 using llvm::formatv;
+
+namespace {
+
+static float halfToFloat(uint16_t H) {
+  uint32_t Sign = (H >> 15) & 1, Exp = (H >> 10) & 0x1f, Man = H & 0x3ff;
+  float F;
+  if (Exp == 0)
+    F = std::ldexp(float(Man), -24);
+  else if (Exp == 31)
+    F = Man ? NAN : INFINITY;
+  else
+    F = std::ldexp(float(Man | 0x400), int(Exp) - 25);
+  return Sign ? -F : F;
+}
+
+template <typename T> static T readLE(const std::string &Raw, size_t I) {
+  T X;
+  std::memcpy(&X, Raw.data() + I * sizeof(T), sizeof(T));
+  return X;
+}
+
+static int64_t numElems(const onnx::TensorProto &T) {
+  int64_t N = 1;
+  for (int64_t D : T.dims())
+    N *= D;
+  return N;
+}
+
+} // namespace
+
+/// A small integer tensor's elements (int and bool types).
+bool ridge::smallTensorInts(const onnx::TensorProto &T, llvm::SmallVectorImpl<int64_t> &Out,
+                            int64_t Max) {
+  int64_t N = numElems(T);
+  if (N < 0 || N > Max)
+    return false;
+  const std::string &Raw = T.raw_data();
+  bool HasRaw = T.has_raw_data();
+  Out.clear();
+  using TP = onnx::TensorProto;
+  switch (T.data_type()) {
+  case TP::INT64:
+    if (HasRaw && int64_t(Raw.size()) == 8 * N)
+      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<int64_t>(Raw, I));
+    else if (T.int64_data_size() == N)
+      Out.assign(T.int64_data().begin(), T.int64_data().end());
+    break;
+  case TP::INT32:
+    if (HasRaw && int64_t(Raw.size()) == 4 * N)
+      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<int32_t>(Raw, I));
+    else if (T.int32_data_size() == N)
+      Out.assign(T.int32_data().begin(), T.int32_data().end());
+    break;
+  case TP::INT8: case TP::UINT8: case TP::BOOL: case TP::INT16: case TP::UINT16: {
+    int Bytes = T.data_type() == TP::INT16 || T.data_type() == TP::UINT16 ? 2 : 1;
+    bool Signed = T.data_type() == TP::INT8 || T.data_type() == TP::INT16;
+    if (HasRaw && int64_t(Raw.size()) == Bytes * N) {
+      for (int64_t I = 0; I < N; ++I) {
+        if (Bytes == 1)
+          Out.push_back(Signed ? int64_t(readLE<int8_t>(Raw, I)) : int64_t(readLE<uint8_t>(Raw, I)));
+        else
+          Out.push_back(Signed ? int64_t(readLE<int16_t>(Raw, I)) : int64_t(readLE<uint16_t>(Raw, I)));
+      }
+    } else if (T.int32_data_size() == N) {
+      Out.assign(T.int32_data().begin(), T.int32_data().end());
+    }
+    break;
+  }
+  case TP::UINT32: case TP::UINT64:
+    if (HasRaw && T.data_type() == TP::UINT32 && int64_t(Raw.size()) == 4 * N)
+      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<uint32_t>(Raw, I));
+    else if (HasRaw && int64_t(Raw.size()) == 8 * N)
+      for (int64_t I = 0; I < N; ++I) Out.push_back(int64_t(readLE<uint64_t>(Raw, I)));
+    else if (T.uint64_data_size() == N)
+      Out.assign(T.uint64_data().begin(), T.uint64_data().end());
+    break;
+  default:
+    return false;
+  }
+  return int64_t(Out.size()) == N;
+}
+
+/// A small floating-point tensor's elements.
+bool ridge::smallTensorFloats(const onnx::TensorProto &T, llvm::SmallVectorImpl<double> &Out,
+                              int64_t Max) {
+  int64_t N = numElems(T);
+  if (N < 0 || N > Max)
+    return false;
+  const std::string &Raw = T.raw_data();
+  bool HasRaw = T.has_raw_data();
+  Out.clear();
+  using TP = onnx::TensorProto;
+  switch (T.data_type()) {
+  case TP::FLOAT:
+    if (HasRaw && int64_t(Raw.size()) == 4 * N)
+      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<float>(Raw, I));
+    else if (T.float_data_size() == N)
+      Out.assign(T.float_data().begin(), T.float_data().end());
+    break;
+  case TP::DOUBLE:
+    if (HasRaw && int64_t(Raw.size()) == 8 * N)
+      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<double>(Raw, I));
+    else if (T.double_data_size() == N)
+      Out.assign(T.double_data().begin(), T.double_data().end());
+    break;
+  case TP::FLOAT16:
+    if (HasRaw && int64_t(Raw.size()) == 2 * N)
+      for (int64_t I = 0; I < N; ++I) Out.push_back(halfToFloat(readLE<uint16_t>(Raw, I)));
+    else if (T.int32_data_size() == N)
+      for (int32_t X : T.int32_data()) Out.push_back(halfToFloat(uint16_t(X)));
+    break;
+  default:
+    return false;
+  }
+  return int64_t(Out.size()) == N;
+}
+
 
 namespace {
 
@@ -163,20 +282,11 @@ Error Importer::importInitializer(
       Seen.first = T.name();
     ++Seen.second;
   }
-  // Keep small integer contents (shape vectors, axes) for shape rules.
-  if (T.data_type() == onnx::TensorProto_DataType_INT64 &&
-      T.int64_data_size() > 0 && T.int64_data_size() <= 64)
-    V->IntData.emplace(T.int64_data().begin(), T.int64_data().end());
-  else if (T.data_type() == onnx::TensorProto_DataType_INT64 &&
-           !T.raw_data().empty() && T.raw_data().size() <= 512 &&
-           T.raw_data().size() % 8 == 0) {
-    V->IntData.emplace();
-    for (size_t I = 0; I < T.raw_data().size(); I += 8) {
-      int64_t X;
-      std::memcpy(&X, T.raw_data().data() + I, 8);
-      V->IntData->push_back(X);
-    }
-  }
+  // Keep small integer contents (shape vectors, axes, empty lists too) for
+  // the shape rules.
+  llvm::SmallVector<int64_t, 8> Ints;
+  if (smallTensorInts(T, Ints))
+    V->IntData.emplace(Ints.begin(), Ints.end());
   G.Initializers.push_back(V);
   return Error::success();
 }
@@ -228,12 +338,20 @@ Error Importer::importAttribute(const onnx::AttributeProto &AP, Node &N,
   case K::Floats: A.Floats.assign(AP.floats().begin(), AP.floats().end()); break;
   case K::Ints: A.Ints.assign(AP.ints().begin(), AP.ints().end()); break;
   case K::Strings: A.Strings.assign(AP.strings().begin(), AP.strings().end()); break;
-  case K::Tensor:
+  case K::Tensor: {
     if (Error E = importTensorMeta(
             AP.t(), formatv("attribute '{0}' of node '{1}'", A.Name, N.Name).str(),
             A.TensorElem, A.TensorDims))
       return E;
+    // Small payloads (a Constant's shape vector or scale) feed shape rules.
+    llvm::SmallVector<int64_t, 8> Ints;
+    llvm::SmallVector<double, 8> Floats;
+    if (smallTensorInts(AP.t(), Ints))
+      A.Ints.assign(Ints.begin(), Ints.end());
+    else if (smallTensorFloats(AP.t(), Floats))
+      A.Floats.assign(Floats.begin(), Floats.end());
     break;
+  }
   case K::Graph:
     if (Error E = ImportSub(AP.g()))
       return E;

@@ -16,6 +16,7 @@
 
 namespace onnx {
 class ModelProto;
+class TensorProto;
 }
 
 namespace ridge {
@@ -24,6 +25,14 @@ namespace ridge {
 /// (17) load with a warning: shape inference has no schemas for them.
 constexpr int64_t MaxKnownOnnxOpset = 24;
 constexpr int64_t MaxInferableOnnxOpset = 17;
+
+/// The elements of a tensor of at most Max elements stored in the file:
+/// integer and bool types as int64, floating-point types as double. False
+/// when the tensor is larger, external, elided or of another type.
+bool smallTensorInts(const onnx::TensorProto &T, llvm::SmallVectorImpl<int64_t> &Out,
+                     int64_t Max = 64);
+bool smallTensorFloats(const onnx::TensorProto &T, llvm::SmallVectorImpl<double> &Out,
+                       int64_t Max = 64);
 
 /// Imports Proto (already shape-inferred). File names the model in errors;
 /// ModelDir is where external data locations are resolved.

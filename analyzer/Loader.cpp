@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "analyzer/Loader.h"
 #include "analyzer/Importer.h"
+#include "analyzer/ShapeInference.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -185,7 +186,7 @@ void inferShapesInProcess(llvm::StringRef File, onnx::ModelProto &Proto,
 /// out-of-range axis). It runs in a child process: the child sends back the
 /// inferred model and its warnings; if it dies or hangs, ridge warns and
 /// keeps the shapes it has.
-void inferShapes(llvm::StringRef File, onnx::ModelProto &Proto, DiagnosticEngine &Diags) {
+void inferShapesWithOnnx(llvm::StringRef File, onnx::ModelProto &Proto, DiagnosticEngine &Diags) {
   int Pipe[2];
   if (pipe(Pipe) != 0) {
     inferShapesInProcess(File, Proto, Diags);
@@ -287,7 +288,7 @@ void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
   size_t Count = 0;
   M.Main->walk([&](const Node &N) {
     for (Value *V : N.Outputs) {
-      if (!V || V->hasKnownShape())
+      if (!V || V->hasKnownShape() || V->NonTensor)
         continue;
       ++Count;
       if (V->Shp)
@@ -343,25 +344,40 @@ ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
   }
   if (Error E = applyBindings(Path, Proto, Opts))
     return E;
-  if (Opts.InferShapes) {
-    Phase.emplace(Opts.Timer, "load: ONNX shape inference");
-    inferShapes(Path, Proto, Diags);
-  }
-  Phase.emplace(Opts.Timer, "load: import to IR");
 
   llvm::SmallString<256> Dir(Path == "-" ? "." : Path);
   llvm::sys::path::remove_filename(Dir);
   if (Dir.empty())
     Dir = ".";
-  llvm::Expected<std::unique_ptr<Model>> M = [&]() -> llvm::Expected<std::unique_ptr<Model>> {
+  auto Import = [&]() -> llvm::Expected<std::unique_ptr<Model>> {
     try {
       return importModel(Proto, Path, Dir, Diags);
     } catch (const std::exception &E) {
       return fileError(Path, llvm::Twine("cannot import model: ") + E.what());
     }
-  }();
+  };
+  // Import first: it validates the graph (every input defined, no cycle)
+  // before any shape inference sees it. Then ridge's own shape rules; ONNX's
+  // inference (in a child process) only for what they leave unknown.
+  Phase.emplace(Opts.Timer, "load: import to IR");
+  llvm::Expected<std::unique_ptr<Model>> M = Import();
   if (!M)
     return M.takeError();
+  if (Opts.InferShapes) {
+    Phase.emplace(Opts.Timer, "load: shape inference");
+    ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
+    if (Stats.Unknown > 0) {
+      Phase.emplace(Opts.Timer, "load: ONNX shape inference (fallback)");
+      inferShapesWithOnnx(Path, Proto, Diags);
+      Phase.emplace(Opts.Timer, "load: import to IR");
+      auto Again = Import();
+      if (!Again)
+        return Again.takeError();
+      M = std::move(Again);
+      Phase.emplace(Opts.Timer, "load: shape inference");
+      ridge::inferShapes(*(*M)->Main, **M);
+    }
+  }
   (*M)->FileBytes = Bytes.size();
   (*M)->SkippedPayloadBytes = Skipped;
   reportUnknownShapes(**M, Diags);

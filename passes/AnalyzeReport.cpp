@@ -86,7 +86,7 @@ std::vector<const NodeCost *> sortedRows(const CostResult &C, const RooflineResu
   else if (Cfg.Sort != "order")
     std::stable_sort(Rows.begin(), Rows.end(),
                      [&](auto *A, auto *B) { return Key(A) > Key(B); });
-  if (Cfg.Top && Rows.size() > Cfg.Top)
+  if (Cfg.Top && Rows.size() > Cfg.Top && Cfg.Format == OutputFormat::Text)
     Rows.resize(Cfg.Top);
   return Rows;
 }

@@ -4,6 +4,7 @@
 // runs it, prints diagnostics. Nothing else lives here.
 //
 //===----------------------------------------------------------------------===//
+#include "analyzer/Calibrate.h"
 #include "analyzer/Device.h"
 #include "analyzer/Loader.h"
 #include "passes/Passes.h"
@@ -29,6 +30,8 @@ static cl::SubCommand PlanCmd(
     "plan", "Recommend data/tensor/pipeline parallelism for N devices, with its step time");
 static cl::SubCommand LawsCmd(
     "laws", "Evaluate laws.md's formulas: Amdahl, ring collectives, pipeline bubble");
+static cl::SubCommand CalibrateCmd(
+    "calibrate", "Measure this machine's peak FLOP/s and memory bandwidth; write a device file");
 static cl::SubCommand DevicesCmd("devices",
                                  "List the device descriptions and their ridge points");
 
@@ -96,8 +99,10 @@ static cl::opt<bool> Strict("strict", cl::desc("Fail if any op cannot be costed"
 static cl::opt<std::string> SortOpt(
     "sort", cl::desc("Order of per-node rows: flops, bytes, time, name or order (topological)"),
     cl::init("flops"), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
-static cl::opt<unsigned> TopOpt("top", cl::desc("Print only the first N per-node rows (0: all)"),
-                                cl::init(0), cl::sub(AnalyzeCmd), cl::sub(RunCmd),
+static cl::opt<unsigned> TopOpt("top",
+                                cl::desc("Per-node rows in text output (default 50; 0: all; "
+                                         "json and csv always have all)"),
+                                cl::init(50), cl::sub(AnalyzeCmd), cl::sub(RunCmd),
                                 cl::cat(RidgeCat));
 static cl::opt<std::string> DeviceName(
     "device", cl::desc("Target device by name or alias (see 'ridge devices'); default H100-SXM5-80GB"),
@@ -180,6 +185,14 @@ static cl::opt<unsigned> LawMicro("micro-batches", cl::desc("Pipeline: micro-bat
                                   cl::init(0), cl::sub(LawsCmd), cl::cat(RidgeCat));
 static cl::opt<unsigned> LawChunks("chunks", cl::desc("Pipeline: interleaved chunks v"),
                                    cl::init(1), cl::sub(LawsCmd), cl::cat(RidgeCat));
+// ridge calibrate.
+static cl::opt<std::string> CalOut("o", cl::desc("Write the device description to FILE"),
+                                   cl::value_desc("FILE"), cl::sub(CalibrateCmd),
+                                   cl::cat(RidgeCat));
+static cl::opt<unsigned> CalThreads("threads", cl::desc("Threads (default: all CPUs)"),
+                                    cl::init(0), cl::sub(CalibrateCmd), cl::cat(RidgeCat));
+static cl::opt<double> CalSeconds("seconds", cl::desc("Seconds per measurement (default 0.5)"),
+                                  cl::init(0.5), cl::sub(CalibrateCmd), cl::cat(RidgeCat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the passes --passes accepts"),
                                 cl::cat(RidgeCat));
 
@@ -196,7 +209,7 @@ int main(int argc, char **argv) {
   });
   for (cl::SubCommand *S :
        {&cl::SubCommand::getTopLevel(), &PrintCmd, &AnalyzeCmd, &RunCmd, &DevicesCmd, &PlanCmd,
-        &LawsCmd})
+        &LawsCmd, &CalibrateCmd})
     cl::HideUnrelatedOptions({&RidgeCat, &PlanCat}, *S);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -206,11 +219,39 @@ int main(int argc, char **argv) {
       "  ridge plan MODEL --devices N --global-batch B   a parallel strategy\n"
       "  ridge devices           the target devices and their ridge points\n"
       "  ridge laws              laws.md's formulas (Amdahl, collectives, bubble)\n"
+      "  ridge calibrate -o F    measure this machine; write its device file\n"
       "  ridge run MODEL --passes=a,b\n");
 
   if (ListPasses) {
     llvm::outs() << "passes:\n";
     printPassList(llvm::outs());
+    return 0;
+  }
+  if (CalibrateCmd) {
+    CalibrateOptions CO;
+    CO.Threads = CalThreads;
+    CO.Seconds = CalSeconds;
+    auto R = calibrateHost(CO);
+    if (!R)
+      return fail(R.takeError());
+    llvm::outs() << llvm::formatv(
+        "calibrated {0} ({1}, {2} threads): fp32 {3:F1} GFLOP/s, fp64 {4:F1} GFLOP/s, "
+        "triad bandwidth {5:F2} GB/s, ridge point (fp32) {6:F2} FLOP/byte\n",
+        R->CpuModel, R->Isa, R->Threads, R->Fp32Flops / 1e9, R->Fp64Flops / 1e9,
+        R->Bandwidth / 1e9, R->Fp32Flops / R->Bandwidth);
+    if (R->OtherLoad > 0.05)
+      llvm::WithColor::warning(llvm::errs(), "ridge")
+          << llvm::formatv("other processes used {0:P0} of the CPUs while measuring; the "
+                           "figures are likely low, run again on an idle machine\n",
+                           R->OtherLoad);
+    if (!CalOut.empty()) {
+      std::error_code EC;
+      llvm::raw_fd_ostream F(CalOut, EC, llvm::sys::fs::OF_None);
+      if (EC)
+        return fail(fileError(CalOut, EC.message()));
+      writeCalibratedDevice(*R, F);
+      llvm::outs() << "wrote " << CalOut << " (use it with --device-file)\n";
+    }
     return 0;
   }
   if (LawsCmd) {
