@@ -445,6 +445,21 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
     for (const auto &AP : NP.attribute())
       if (Error E = importAttribute(AP, N, G, Opsets))
         return E;
+    // Control flow without its bodies has no meaning (and crashes ONNX's
+    // shape inference): say so.
+    if (N.Domain.empty()) {
+      llvm::SmallVector<const char *, 2> Required;
+      if (N.OpType == "If")
+        Required = {"then_branch", "else_branch"};
+      else if (N.OpType == "Loop" || N.OpType == "Scan" || N.OpType == "SequenceMap")
+        Required = {"body"};
+      for (const char *Name : Required) {
+        const Attribute *A = N.attr(Name);
+        if (!A || A->Graphs.empty())
+          return err(formatv("node '{0}' ({1}) has no '{2}' graph attribute", N.Name,
+                             N.OpType, Name));
+      }
+    }
     for (int J = 0; J < NP.input_size(); ++J) {
       const std::string &In = NP.input(J);
       if (In.empty()) {

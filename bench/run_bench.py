@@ -9,7 +9,7 @@ ridge time, peer time, ratio, ridge peak RSS, file size.
 
   /usr/bin/python3 bench/run_bench.py [--repeat 3] [--skip-1m]
 """
-import argparse, os, re, subprocess, sys
+import argparse, os, re, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(ROOT, "build", "models")
@@ -20,12 +20,15 @@ PEER = ("import onnx, sys; m = onnx.load(sys.argv[1], load_external_data=False);
 
 
 def timed(cmd):
-    """(seconds, peak RSS bytes) of one run, via GNU time."""
-    p = subprocess.run(["/usr/bin/time", "-f", "@@%e %M"] + cmd, capture_output=True, text=True)
+    """(wall seconds, peak RSS bytes) of one run: wall from perf_counter
+    (GNU time rounds to 10 ms), peak RSS from GNU time."""
+    start = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "@@%M"] + cmd, capture_output=True, text=True)
+    sec = time.perf_counter() - start
     if p.returncode:
         sys.exit(f"bench: {' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
-    sec, kb = re.findall(r"@@([\d.]+) (\d+)", p.stderr)[-1]
-    return float(sec), int(kb) * 1024
+    kb = re.findall(r"@@(\d+)", p.stderr)[-1]
+    return sec, int(kb) * 1024
 
 
 def best(cmd, n):

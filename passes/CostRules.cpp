@@ -1041,6 +1041,25 @@ void dropout(const CostContext &C, NodeCost &Out) {
 /// bodies with the right multiplicity.
 void controlFlow(const CostContext &C, NodeCost &Out) {}
 
+//===---------------------- optimizer updates as ops ---------------------===//
+
+/// Outputs are Groups tensors per parameter (X and its state); the update
+/// costs Flops (+ Transc) per element of the parameters; every input is
+/// read and every output written.
+void optimizerUpdate(const CostContext &C, NodeCost &Out, double Groups, double Flops,
+                     double Transc) {
+  double Elems = 0;
+  for (const Value *V : C.N.Outputs)
+    Elems += C.elems(V);
+  Elems /= Groups;
+  Out.Fwd.Flops = Flops * Elems;
+  Out.Fwd.Transcendentals = Transc * Elems;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+}
+void momentumOp(const CostContext &C, NodeCost &Out) { optimizerUpdate(C, Out, 2, 4, 0); }
+void adagradOp(const CostContext &C, NodeCost &Out) { optimizerUpdate(C, Out, 2, 6, 1); }
+void adamOp(const CostContext &C, NodeCost &Out) { optimizerUpdate(C, Out, 3, 13, 1); }
+
 //===---------------------------- recurrent -----------------------------===//
 
 /// LSTM/GRU/RNN with G gates, hidden H, input I, directions D, steps S:
