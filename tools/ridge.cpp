@@ -220,7 +220,11 @@ int main(int argc, char **argv) {
       "  ridge devices           the target devices and their ridge points\n"
       "  ridge laws              laws.md's formulas (Amdahl, collectives, bubble)\n"
       "  ridge calibrate -o F    measure this machine; write its device file\n"
-      "  ridge run MODEL --passes=a,b\n");
+      "  ridge run MODEL --passes=a,b\n\n"
+      "Counting: a FLOP is one add or multiply (a multiply-accumulate is 2; MACs are\n"
+      "reported for matrix products and convolutions); transcendentals are counted\n"
+      "apart; bytes are what an unfused kernel reads and writes, views move none;\n"
+      "the backward covers inputs that need a gradient. README.md has the details.\n");
 
   if (ListPasses) {
     llvm::outs() << "passes:\n";
