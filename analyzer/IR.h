@@ -13,6 +13,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -168,6 +169,11 @@ public:
   /// The value named N in this graph only.
   Value *lookupLocal(llvm::StringRef N) const;
   Value *addValue(llvm::StringRef N, ValueKind K);
+  /// Sizes the name index for about N values (import of a large graph).
+  void reserveValues(size_t N) {
+    if (ByName.empty() && N > 16)
+      ByName = llvm::StringMap<Value *>(unsigned(std::min<size_t>(N, size_t(1) << 28)));
+  }
   /// Calls F on every node here and in nested subgraphs, parents first.
   template <typename Fn> void walk(Fn &&F) const {
     for (const auto &N : Nodes) {

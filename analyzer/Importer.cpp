@@ -150,6 +150,8 @@ public:
 
 private:
   std::map<std::string, std::pair<std::string, size_t>> MissingExternal;
+  enum class LocationCheck { Inside, Missing, Unresolvable, Outside };
+  llvm::StringMap<LocationCheck> LocationChecks;
   Model &M;
   llvm::StringRef File;
   llvm::StringRef ModelDir;
@@ -239,19 +241,33 @@ Error Importer::checkExternalData(const onnx::TensorProto &T,
        It != E; ++It)
     if (*It == "..")
       return Refuse("escapes the model's directory with '..'");
-  llvm::SmallString<256> Full(ModelDir);
-  llvm::sys::path::append(Full, Loc);
-  if (!llvm::sys::fs::exists(Full)) {
+  // The file system is asked once per location: a generated model can have
+  // hundreds of thousands of initializers in one weights file.
+  auto [It, New] = LocationChecks.try_emplace(Loc, LocationCheck::Inside);
+  if (New) {
+    llvm::SmallString<256> Full(ModelDir);
+    llvm::sys::path::append(Full, Loc);
+    llvm::SmallString<256> RealDir, RealFile;
+    if (!llvm::sys::fs::exists(Full))
+      It->second = LocationCheck::Missing;
+    else if (llvm::sys::fs::real_path(ModelDir.empty() ? "." : ModelDir, RealDir) ||
+             llvm::sys::fs::real_path(Full, RealFile))
+      It->second = LocationCheck::Unresolvable;
+    // A symlink inside the directory may still point outside it.
+    else if (!llvm::StringRef(RealFile).starts_with((RealDir + "/").str()))
+      It->second = LocationCheck::Outside;
+  }
+  switch (It->second) {
+  case LocationCheck::Missing:
     Info.LocationMissing = true;
     return Error::success();
-  }
-  // A symlink inside the directory may still point outside it.
-  llvm::SmallString<256> RealDir, RealFile;
-  if (llvm::sys::fs::real_path(ModelDir.empty() ? "." : ModelDir, RealDir) ||
-      llvm::sys::fs::real_path(Full, RealFile))
+  case LocationCheck::Unresolvable:
     return Refuse("cannot be resolved");
-  if (!llvm::StringRef(RealFile).starts_with((RealDir + "/").str()))
+  case LocationCheck::Outside:
     return Refuse("resolves outside the model's directory (through a symlink)");
+  case LocationCheck::Inside:
+    return Error::success();
+  }
   return Error::success();
 }
 
@@ -372,6 +388,7 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
                             const std::map<std::string, int64_t> &Opsets) {
   if (G.Name.empty())
     G.Name = GP.name().empty() ? "main" : GP.name();
+  G.reserveValues(GP.initializer_size() + GP.input_size() + 2 * GP.node_size());
   for (const auto &T : GP.initializer())
     if (Error E = importInitializer(T, G, nullptr))
       return E;

@@ -1219,14 +1219,19 @@ const OpRule Rules[] = {
 } // namespace
 
 const OpRule *ridge::findOpRule(llvm::StringRef Domain, llvm::StringRef OpType) {
-  static const llvm::StringMap<const OpRule *> Index = [] {
-    llvm::StringMap<const OpRule *> M;
+  // Domain, then op type: no key is built per lookup (this runs several
+  // times per node).
+  static const llvm::StringMap<llvm::StringMap<const OpRule *>> Index = [] {
+    llvm::StringMap<llvm::StringMap<const OpRule *>> M;
     for (const OpRule &R : Rules)
-      M[(llvm::Twine(R.Domain) + ":" + R.Name).str()] = &R;
+      M[R.Domain][R.Name] = &R;
     return M;
   }();
-  auto It = Index.find((Domain + ":" + OpType).str());
-  return It == Index.end() ? nullptr : It->second;
+  auto D = Index.find(Domain);
+  if (D == Index.end())
+    return nullptr;
+  auto It = D->second.find(OpType);
+  return It == D->second.end() ? nullptr : It->second;
 }
 
 llvm::ArrayRef<OpRule> ridge::allOpRules() { return Rules; }

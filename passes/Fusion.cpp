@@ -68,8 +68,9 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
       break; // one producer edge per op: a chain, as loop fusion builds
     }
   }
-  // Collect groups in program order.
-  std::map<size_t, FusionGroup> ById;
+  // Collect groups in program order (a group's id is its first member's
+  // index, so iterating ids in order is program order).
+  std::vector<FusionGroup> ById(C->Nodes.size());
   for (size_t I = 0; I < C->Nodes.size(); ++I) {
     const NodeCost &NC = C->Nodes[I];
     FusionGroup &G = ById[Group[I]];
@@ -79,7 +80,10 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     G.Bwd += NC.Bwd;
     G.NeedsBackward |= NC.NeedsBackward;
   }
-  for (auto &[Id, G] : ById) {
+  for (size_t Id = 0; Id < ById.size(); ++Id) {
+    FusionGroup &G = ById[Id];
+    if (G.Members.empty())
+      continue;
     for (const Value *V : Interior[Id]) {
       double B = valueBytes(V, Cfg);
       G.Fwd.Bytes -= 2 * B;

@@ -16,6 +16,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstdlib>
 
 using namespace ridge;
 namespace cl = llvm::cl;
@@ -413,11 +414,22 @@ int main(int argc, char **argv) {
   if (!M)
     return fail(M.takeError());
   int RC = 0;
-  {
-    AnalysisManager AM(**M, C, Diags, &Timer);
-    if (llvm::Error E = PM.run(**M, AM))
-      RC = fail(std::move(E));
-    Diags.flush(llvm::errs());
+  auto AM = std::make_unique<AnalysisManager>(**M, C, Diags, &Timer);
+  if (llvm::Error E = PM.run(**M, *AM))
+    RC = fail(std::move(E));
+  Diags.flush(llvm::errs());
+  Out.flush();
+  if (Out.has_error()) {
+    Out.clear_error();
+    return fail(fileError(OutputPath, "write failed"));
+  }
+  // Freeing a 100k-node model and its analyses one object at a time takes
+  // longer than analyzing it; the process is about to end (clang's
+  // -disable-free does the same). --timing's report prints at teardown.
+  if (!TimePasses) {
+    llvm::outs().flush();
+    llvm::errs().flush();
+    std::_Exit(RC);
   }
   return RC;
 }
