@@ -91,15 +91,6 @@ std::vector<const NodeCost *> sortedRows(const CostResult &C, const RooflineResu
   return Rows;
 }
 
-double savedOf(const NodeCost &NC, const Config &Cfg) {
-  double B = NC.SavedBytes;
-  for (const Value *V : NC.Saved)
-    if (!V->isInitializer())
-      B += V->numElements().value_or(0) *
-           (Cfg.ComputeDType && isFloatingPoint(V->Elem) ? dtypeBytes(*Cfg.ComputeDType)
-                                                         : dtypeBytes(V->Elem));
-  return B;
-}
 
 double flopCoverage(const CostResult &C) {
   double Modeled = C.Fwd.Flops;
@@ -148,7 +139,7 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       O["bwd_macs"] = NC.Bwd.Macs;
       O["bwd_transcendentals"] = NC.Bwd.Transcendentals;
       O["bwd_bytes"] = NC.Bwd.Bytes;
-      O["saved_bytes"] = savedOf(NC, Cfg);
+      O["saved_bytes"] = nodeSavedBytes(NC, C, floatBytes(Cfg));
       O["needs_backward"] = NC.NeedsBackward;
       const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
       O["fwd_time"] = phaseTimeJson(R.Fwd);
@@ -253,7 +244,7 @@ void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) 
        << exactNumber(NC->Multiplier);
     for (double X : {NC->Fwd.Flops, NC->Fwd.Macs, NC->Fwd.Transcendentals,
                      NC->Fwd.Bytes, NC->Bwd.Flops, NC->Bwd.Macs,
-                     NC->Bwd.Transcendentals, NC->Bwd.Bytes, savedOf(*NC, Cfg)})
+                     NC->Bwd.Transcendentals, NC->Bwd.Bytes, nodeSavedBytes(*NC, C, floatBytes(Cfg))})
       OS << ',' << exactNumber(X);
     const NodeRoofline &R = RL.Nodes[NC - C.Nodes.data()];
     OS << ',' << llvm::formatv("{0:e}", R.Fwd.Seconds) << ','
@@ -335,7 +326,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                   Cfg.Color && R.Fwd.B == Bound::Memory
                       ? BoundStr
                       : formatv("{0,-8}", BoundStr).str(),
-                  siNumber(savedOf(*NC, Cfg) * K, "B"));
+                  siNumber(nodeSavedBytes(*NC, C, floatBytes(Cfg)) * K, "B"));
     if (K != 1)
       OS << "  x" << exactNumber(K);
     OS << '\n';

@@ -31,8 +31,7 @@ class CostWalker {
 public:
   CostWalker(const Model &M, const Config &Cfg, CostResult &R)
       : M(M), Cfg(Cfg), R(R) {
-    if (Cfg.ComputeDType)
-      FloatBytes = dtypeBytes(*Cfg.ComputeDType);
+    FloatBytes = floatBytes(Cfg);
   }
 
   void markTrainable(const Graph &G);
@@ -324,11 +323,8 @@ void CostWalker::finish() {
         Mult = std::max(Mult, NC.Multiplier);
       }
   }
-  for (const auto &[V, Mult] : Distinct) {
-    double B = V->numElements().value_or(0) *
-               (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
-    R.SavedActivationBytes += B * Mult;
-  }
+  for (const auto &[V, Mult] : Distinct)
+    R.SavedActivationBytes += valueBytes(V, FloatBytes) * Mult;
   for (const auto &[What, Count] : Unmodeled)
     R.UnmodeledOps.emplace_back(What, Count);
   R.NeedsGrad = NeedsGrad;

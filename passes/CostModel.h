@@ -112,6 +112,16 @@ struct CostAnalysis {
   static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
 };
 
+/// Bytes of V with floating-point elements at FloatBytes each when given
+/// (--dtype), else at V's own element size; 0 when its shape is unknown.
+double valueBytes(const Value *V, std::optional<double> FloatBytes);
+/// The element size --dtype gives floating-point tensors, if it is set.
+std::optional<double> floatBytes(const Config &Cfg);
+/// What one node keeps for its backward, as printed per node: its extra
+/// bytes (masks, statistics) plus its saved activations.
+double nodeSavedBytes(const NodeCost &NC, const CostResult &C,
+                      std::optional<double> FloatBytes);
+
 /// Everything a cost rule sees about one node.
 struct CostContext {
   const Node &N;

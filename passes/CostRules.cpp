@@ -28,10 +28,26 @@ double CostContext::elemBytes(const Value *V) const {
   return dtypeBytes(V->Elem);
 }
 
-double CostContext::bytes(const Value *V) const {
-  if (!V)
-    return 0;
-  return V->numElements().value_or(0) * elemBytes(V);
+double CostContext::bytes(const Value *V) const { return V ? valueBytes(V, FloatBytes) : 0; }
+
+double ridge::valueBytes(const Value *V, std::optional<double> FloatBytes) {
+  return V->numElements().value_or(0) *
+         (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
+}
+
+std::optional<double> ridge::floatBytes(const Config &Cfg) {
+  if (Cfg.ComputeDType)
+    return dtypeBytes(*Cfg.ComputeDType);
+  return std::nullopt;
+}
+
+double ridge::nodeSavedBytes(const NodeCost &NC, const CostResult &C,
+                             std::optional<double> FloatBytes) {
+  double B = NC.SavedBytes;
+  for (const Value *V : NC.Saved)
+    if (C.isActivation(V))
+      B += valueBytes(V, FloatBytes);
+  return B;
 }
 
 namespace {

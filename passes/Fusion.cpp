@@ -17,12 +17,6 @@ bool joinsProducer(const Node &N) {
   return C == OpClass::ElementWise || C == OpClass::Normalization || C == OpClass::View;
 }
 
-double valueBytes(const Value *V, const Config &Cfg) {
-  return V->numElements().value_or(0) *
-         (Cfg.ComputeDType && isFloatingPoint(V->Elem) ? dtypeBytes(*Cfg.ComputeDType)
-                                                       : dtypeBytes(V->Elem));
-}
-
 } // namespace
 
 llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
@@ -85,7 +79,7 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     if (G.Members.empty())
       continue;
     for (const Value *V : Interior[Id]) {
-      double B = valueBytes(V, Cfg);
+      double B = valueBytes(V, floatBytes(Cfg));
       G.Fwd.Bytes -= 2 * B;
       if (G.NeedsBackward)
         G.Bwd.Bytes -= 2 * B; // its gradient is written and read inside too

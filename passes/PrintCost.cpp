@@ -30,13 +30,7 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
        << " transc=" << exactNumber(NC.Fwd.Transcendentals)
        << " fwd_bytes=" << exactNumber(NC.Fwd.Bytes);
     if (NC.NeedsBackward) {
-      double Saved = NC.SavedBytes;
-      CostContext C{*NC.N, {}, AM.config().ComputeDType
-                                   ? std::optional<double>(dtypeBytes(*AM.config().ComputeDType))
-                                   : std::nullopt};
-      for (const Value *V : NC.Saved)
-        if (R->isActivation(V))
-          Saved += C.bytes(V);
+      double Saved = nodeSavedBytes(NC, *R, floatBytes(AM.config()));
       OS << " bwd_flops=" << exactNumber(NC.Bwd.Flops)
          << " bwd_macs=" << exactNumber(NC.Bwd.Macs)
          << " bwd_transc=" << exactNumber(NC.Bwd.Transcendentals)

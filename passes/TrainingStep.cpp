@@ -42,11 +42,6 @@ const char *ridge::recomputeName(Config::Recompute R) {
 
 namespace {
 
-double activationBytes(const Value *V, std::optional<double> FloatBytes) {
-  return V->numElements().value_or(0) *
-         (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
-}
-
 /// Saved bytes of a set of node costs, each tensor once.
 double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes,
                   std::optional<double> FloatBytes) {
@@ -59,7 +54,7 @@ double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes,
         Distinct[V] = std::max(Distinct[V], NC->Multiplier);
   }
   for (const auto &[V, Mult] : Distinct)
-    B += activationBytes(V, FloatBytes) * Mult;
+    B += valueBytes(V, FloatBytes) * Mult;
   return B;
 }
 
@@ -162,7 +157,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   llvm::DenseSet<const Value *> Seen;
   for (const Value *V : CutValues)
     if (Seen.insert(V).second)
-      Checkpoints += activationBytes(V, FloatBytes);
+      Checkpoints += valueBytes(V, FloatBytes);
   double Largest = 0;
   std::vector<const NodeCost *> Segment;
   PhaseCost SegmentFwd; // forward amounts of the segment being collected
@@ -254,9 +249,7 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
   R.Optimizer.Transcendentals = R.Params * O.TranscPerParam;
   R.Optimizer.Bytes = R.Params * (2 * Master + W + 2 * O.StateBytesPerParam +
                                   (Mixed ? W : 0));
-  std::optional<double> FloatBytes;
-  if (Cfg.ComputeDType)
-    FloatBytes = dtypeBytes(*Cfg.ComputeDType);
+  std::optional<double> FloatBytes = floatBytes(Cfg);
   RecomputePlan P = planRecompute(M, *C, Cfg.Recomp, FloatBytes);
   R.ActivationBytes = P.ActivationBytes;
   R.ActivationBytesNoRecompute = P.ActivationBytesNoRecompute;
