@@ -1,7 +1,9 @@
-//===- TextLoaderFuzzer.cpp - libFuzzer target: .onnxtxt loading ----------===//
+//===- LoaderFuzzer.cpp - libFuzzer targets: .onnx and .onnxtxt loading ---===//
 //
-// Feeds each input to ridge::loadModel in ONNX text syntax: ONNX's
-// OnnxParser, ONNX shape inference, the importer, then the IR printer.
+// Feeds each input to ridge::loadModel as a file named by
+// RIDGE_FUZZ_EXTENSION: ".onnx" (the lean reader and protobuf) or ".onnxtxt"
+// (ONNX's text parser); then the importer, shape inference and the IR
+// printer. CMake builds it once per extension.
 // A returned llvm::Error is a correct rejection; a crash, a sanitizer report,
 // a leak, a timeout or an out-of-memory is a finding.
 //
@@ -11,7 +13,8 @@
 // resolve to nothing. The directory is under $RIDGE_FUZZ_TMPDIR if set, else
 // /dev/shm (or /tmp).
 //
-// RIDGE_FUZZ_INFER_SHAPES=0 in the environment skips ONNX shape inference, to
+// RIDGE_FUZZ_INFER_SHAPES=0 in the environment skips shape inference (ridge's
+// rules and ONNX's fallback), to
 // fuzz ridge's own code past inputs that crash ONNX 1.12's inference functions.
 //
 //===----------------------------------------------------------------------===//
@@ -54,11 +57,11 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     Base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   std::string Template = std::string(Base) + "/ridge-fuzz-XXXXXX";
   if (!::mkdtemp(Template.data())) {
-    std::perror("fuzz-text-loader: mkdtemp");
+    std::perror(RIDGE_FUZZ_NAME ": mkdtemp");
     std::abort();
   }
   Dir = Template;
-  ModelPath = Dir + "/input.onnxtxt"; // ".onnxtxt": loadModel parses text
+  ModelPath = Dir + "/input" RIDGE_FUZZ_EXTENSION; // loadModel picks the reader by it
   std::atexit(removeTemp);
   if (const char *E = std::getenv("RIDGE_FUZZ_INFER_SHAPES"))
     InferShapes = std::string(E) != "0";
@@ -67,7 +70,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   if (!writeInput(Data, Size)) {
-    std::perror("fuzz-text-loader: cannot write the input file");
+    std::perror(RIDGE_FUZZ_NAME ": cannot write the input file");
     std::abort();
   }
   ridge::LoadOptions Opts;
