@@ -17,6 +17,7 @@
 #include <google/protobuf/arena.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <map>
 #include <set>
 #include <cerrno>
 #include <cstring>
@@ -282,6 +283,125 @@ void inferShapesWithOnnx(llvm::StringRef File, onnx::ModelProto &Proto, Diagnost
     Proto.ParseFromString(Model);
 }
 
+/// Inlines calls of model-local functions (as onnx-mlir and onnxruntime
+/// do): each call becomes the function's nodes, formal inputs and outputs
+/// bound to the call's, internal values prefixed with the call's name,
+/// attribute references resolved from the call. Nested calls are inlined
+/// too, up to a depth that rejects recursion. A body whose nodes hold
+/// subgraphs is left as a call (reported unmodeled).
+class FunctionInliner {
+public:
+  FunctionInliner(llvm::StringRef File, onnx::ModelProto &Proto) : File(File), Proto(Proto) {
+    for (const auto &F : Proto.functions()) {
+      bool HasSubgraphs = false;
+      for (const auto &N : F.node())
+        for (const auto &A : N.attribute())
+          HasSubgraphs |= A.has_g() || A.graphs_size() > 0;
+      if (!HasSubgraphs)
+        Functions[key(F.domain(), F.name())] = &F;
+    }
+  }
+
+  Error run() {
+    if (Functions.empty())
+      return Error::success();
+    return inlineGraph(*Proto.mutable_graph(), 0);
+  }
+
+private:
+  llvm::StringRef File;
+  onnx::ModelProto &Proto;
+  llvm::StringMap<const onnx::FunctionProto *> Functions;
+
+  static std::string key(llvm::StringRef Domain, llvm::StringRef Name) {
+    return (Domain + "\x1f" + Name).str();
+  }
+
+  Error inlineGraph(onnx::GraphProto &G, unsigned Depth) {
+    for (auto &N : *G.mutable_node())
+      for (auto &A : *N.mutable_attribute()) {
+        if (A.has_g())
+          if (Error E = inlineGraph(*A.mutable_g(), Depth))
+            return E;
+        for (auto &Sub : *A.mutable_graphs())
+          if (Error E = inlineGraph(Sub, Depth))
+            return E;
+      }
+    bool Any = false;
+    for (const auto &N : G.node())
+      Any |= Functions.count(key(N.domain(), N.op_type())) > 0;
+    if (!Any)
+      return Error::success();
+    if (Depth > 32)
+      return fileError(File, "model-local functions call each other more than 32 deep "
+                             "(recursion?)");
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> Out;
+    for (int I = 0; I < G.node_size(); ++I) {
+      const onnx::NodeProto &N = G.node(I);
+      auto It = Functions.find(key(N.domain(), N.op_type()));
+      if (It == Functions.end()) {
+        *Out.Add() = N;
+        continue;
+      }
+      // An unnamed call is named as the importer would name it.
+      expand(N, N.name().empty() ? N.op_type() + "_" + std::to_string(I) : N.name(),
+             *It->second, Out);
+    }
+    *G.mutable_node() = std::move(Out);
+    return inlineGraph(G, Depth + 1); // calls inside the inlined bodies
+  }
+
+  void expand(const onnx::NodeProto &Call, const std::string &CallName,
+              const onnx::FunctionProto &F,
+              google::protobuf::RepeatedPtrField<onnx::NodeProto> &Out) {
+    std::string Prefix = CallName + "/";
+    std::map<std::string, std::string> Rename;
+    for (int I = 0; I < F.input_size(); ++I)
+      Rename[F.input(I)] = I < Call.input_size() ? Call.input(I) : std::string();
+    for (int I = 0; I < F.output_size(); ++I)
+      Rename[F.output(I)] = I < Call.output_size() ? Call.output(I) : std::string();
+    auto Map = [&](const std::string &Name) {
+      if (Name.empty())
+        return Name;
+      auto It = Rename.find(Name);
+      return It != Rename.end() ? It->second : Prefix + Name;
+    };
+    std::map<std::string, const onnx::AttributeProto *> CallAttrs;
+    for (const auto &A : Call.attribute())
+      CallAttrs[A.name()] = &A;
+    int K = 0;
+    for (const auto &BodyNode : F.node()) {
+      onnx::NodeProto N = BodyNode;
+      N.set_name(Prefix + (BodyNode.name().empty()
+                               ? BodyNode.op_type() + "_" + std::to_string(K)
+                               : BodyNode.name()));
+      ++K;
+      for (auto &In : *N.mutable_input())
+        In = Map(In);
+      for (auto &O : *N.mutable_output())
+        O = Map(O);
+      // Attribute references take the call's value, or vanish (default).
+      google::protobuf::RepeatedPtrField<onnx::AttributeProto> Attrs;
+      for (const auto &A : N.attribute()) {
+        if (A.ref_attr_name().empty()) {
+          *Attrs.Add() = A;
+          continue;
+        }
+        auto It = CallAttrs.find(A.ref_attr_name());
+        if (It == CallAttrs.end())
+          continue;
+        onnx::AttributeProto Resolved = *It->second;
+        Resolved.set_name(A.name());
+        *Attrs.Add() = std::move(Resolved);
+      }
+      *N.mutable_attribute() = std::move(Attrs);
+      if (N.domain().empty() || N.domain() == "ai.onnx")
+        N.clear_domain();
+      *Out.Add() = std::move(N);
+    }
+  }
+};
+
 /// One diagnostic listing the values whose shapes are still unknown.
 void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
   std::vector<std::string> Items;
@@ -347,6 +467,8 @@ ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
     return E;
   }
   if (Error E = applyBindings(Path, Proto, Opts))
+    return E;
+  if (Error E = FunctionInliner(Path, Proto).run())
     return E;
 
   llvm::SmallString<256> Dir(Path == "-" ? "." : Path);
