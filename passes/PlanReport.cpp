@@ -10,8 +10,10 @@
 #include "passes/Planner.h"
 #include "passes/TrainingStep.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cmath>
 
 using namespace ridge;
 using llvm::formatv;
@@ -333,4 +335,78 @@ void ridge::printLaws(double P, llvm::ArrayRef<double> Speedups, double Bytes, u
                   "{3:F4}\n",
                   Stages, Micro, V, (Stages - 1) / (V * Micro + Stages - 1));
   }
+}
+
+llvm::Error ridge::writeScalingSvg(const PlanResult &R, llvm::StringRef Path) {
+  if (R.Scaling.empty())
+    return usageError("--scaling-svg: no scaling curve (no configuration fits)");
+  // Log2 x (devices), linear y (speedup); the ideal line and Amdahl's bound
+  // from the serial fraction the largest point implies.
+  const double W = 640, H = 420, L = 70, Rm = 30, T = 50, B = 60;
+  double MaxN = R.Scaling.back().first;
+  double MaxS = MaxN;
+  auto X = [&](double N) { return L + (W - L - Rm) * std::log2(N) / std::max(1.0, std::log2(MaxN)); };
+  auto Y = [&](double S) { return H - B - (H - B - T) * S / MaxS; };
+  double LastSpeedup = R.SingleDevice.StepSeconds / R.Scaling.back().second.StepSeconds;
+  double Serial = MaxN > 1 ? std::max(0.0, (1.0 / LastSpeedup - 1.0 / MaxN) / (1.0 - 1.0 / MaxN)) : 0;
+  std::string Svg;
+  llvm::raw_string_ostream OS(Svg);
+  OS << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+                "font-family=\"sans-serif\" font-size=\"12\">\n",
+                W, H);
+  OS << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  OS << formatv("<text x=\"{0}\" y=\"25\" font-size=\"15\">Scaling on {1}: speedup vs one "
+                "device (global batch {2})</text>\n",
+                L, R.Dev->Name, R.Opts.GlobalBatch);
+  OS << formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", L,
+                H - B, W - Rm);
+  OS << formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", L,
+                H - B, T);
+  for (auto &[N, E] : R.Scaling)
+    OS << formatv("<text x=\"{0:F1}\" y=\"{1}\" text-anchor=\"middle\">{2}</text>\n", X(N),
+                  H - B + 18, N);
+  for (int I = 0; I <= 4; ++I) {
+    double S = MaxS * I / 4;
+    OS << formatv("<text x=\"{0}\" y=\"{1:F1}\" text-anchor=\"end\">{2:F1}</text>\n", L - 6,
+                  Y(S) + 4, S);
+  }
+  OS << formatv("<text x=\"{0:F1}\" y=\"{1}\" text-anchor=\"middle\">devices</text>\n",
+                (L + W - Rm) / 2, H - 20);
+  OS << formatv("<text x=\"18\" y=\"{0:F1}\" transform=\"rotate(-90 18 {0:F1})\" "
+                "text-anchor=\"middle\">speedup</text>\n",
+                (T + H - B) / 2);
+  // Ideal (linear) and Amdahl's bound.
+  OS << "<polyline fill=\"none\" stroke=\"gray\" stroke-dasharray=\"4 3\" points=\"";
+  for (auto &[N, E] : R.Scaling)
+    OS << formatv("{0:F1},{1:F1} ", X(N), Y(N));
+  OS << "\"/>\n";
+  OS << "<polyline fill=\"none\" stroke=\"#d62728\" stroke-dasharray=\"2 2\" points=\"";
+  for (auto &[N, E] : R.Scaling)
+    OS << formatv("{0:F1},{1:F1} ", X(N), Y(amdahlSpeedup(1 - Serial, N)));
+  OS << "\"/>\n<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"";
+  for (auto &[N, E] : R.Scaling)
+    OS << formatv("{0:F1},{1:F1} ", X(N), Y(R.SingleDevice.StepSeconds / E.StepSeconds));
+  OS << "\"/>\n";
+  for (auto &[N, E] : R.Scaling) {
+    double S = R.SingleDevice.StepSeconds / E.StepSeconds;
+    OS << formatv("<circle cx=\"{0:F1}\" cy=\"{1:F1}\" r=\"4\" fill=\"#1f77b4\"><title>{2} "
+                  "devices: {3:F2}x ({4})</title></circle>\n",
+                  X(N), Y(S), N, S, configName(E.C));
+  }
+  OS << formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#1f77b4\">predicted (best configuration "
+                "per device count)</text>\n",
+                L + 10, T + 15);
+  OS << formatv("<text x=\"{0}\" y=\"{1}\" fill=\"gray\">linear</text>\n", L + 10, T + 30);
+  OS << formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#d62728\">Amdahl, serial fraction {2:F4} "
+                "(bound {3})</text>\n",
+                L + 10, T + 45, Serial,
+                Serial > 0 ? formatv("{0:F1}x", 1.0 / Serial).str() : std::string("none"));
+  OS << "</svg>\n";
+  OS.flush();
+  std::error_code EC;
+  llvm::raw_fd_ostream F(Path, EC, llvm::sys::fs::OF_None);
+  if (EC)
+    return fileError(Path, EC.message());
+  F << Svg;
+  return llvm::Error::success();
 }

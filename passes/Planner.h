@@ -108,6 +108,9 @@ llvm::Expected<PlanResult> planParallelism(const BatchLoader &Load, const Config
                                            const PlanOptions &Opts, DiagnosticEngine &Diags);
 
 void printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream &OS);
+/// The scaling curve (speedup vs devices) with the linear ideal and
+/// Amdahl's bound, as SVG.
+llvm::Error writeScalingSvg(const PlanResult &R, llvm::StringRef Path);
 
 /// Ring collective time on n devices: latency terms plus the ring factor
 /// times bytes over the link: all-reduce 2(n-1)/n, all-gather and

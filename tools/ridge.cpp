@@ -163,6 +163,9 @@ static cl::opt<unsigned> PlanTop("show", cl::desc("Configurations to print (defa
 static cl::opt<bool> PlanScaling("scaling",
                                  cl::desc("Also print the best configuration on 1, 2, 4, ... N"),
                                  cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<std::string> PlanScalingSvg(
+    "scaling-svg", cl::desc("Write the scaling curve as SVG (implies --scaling)"),
+    cl::value_desc("FILE"), cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<std::string> PlanEmit(
     "emit", cl::desc("Print launch settings for the plan: megatron, deepspeed or torch"),
     cl::sub(PlanCmd), cl::cat(PlanCat));
@@ -387,7 +390,8 @@ int main(int argc, char **argv) {
     PO.MaxTP = PlanMaxTP;
     PO.OverlapSlowdown = PlanSlowdown;
     PO.Top = PlanTop;
-    PO.Scaling = PlanScaling;
+    PO.Scaling = PlanScaling || !PlanScalingSvg.empty();
+    PO.ScalingSvg = PlanScalingSvg;
     PO.Emit = PlanEmit;
     if (!PO.Emit.empty() && PO.Emit != "megatron" && PO.Emit != "deepspeed" && PO.Emit != "torch")
       return fail(usageError("--emit '" + PO.Emit + "': expected megatron, deepspeed or torch"));
@@ -403,6 +407,9 @@ int main(int argc, char **argv) {
     if (!R)
       return fail(R.takeError());
     printPlan(*R, C, Out);
+    if (!PO.ScalingSvg.empty())
+      if (llvm::Error E = writeScalingSvg(*R, PO.ScalingSvg))
+        return fail(std::move(E));
     if (TimePasses)
       llvm::errs() << llvm::formatv("plan: searched {0} configurations in {1:F3} s\n",
                                     R->Evaluated, R->SearchSeconds);
