@@ -3063,9 +3063,21 @@ void ruleMsMatMulNBits(Ctx &C) {
 }
 
 /// SkipLayerNormalization, SkipSimplifiedLayerNormalization: output and the
-/// input+skip+bias sum (output 3) have the input's shape.
+/// input+skip+bias sum (output 3) have the input's shape; the optional mean
+/// and inv_std_var (outputs 1, 2) hold one f32 per row of the last axis,
+/// [..., 1] (the contrib op doc: float statistics).
 void ruleMsSkipLayerNorm(Ctx &C) {
   C.copy(0, 0);
+  const Shape *X = C.shape(0);
+  for (unsigned O = 1; O < 3 && O < C.numOuts(); ++O) {
+    if (!X || X->rank() == 0) {
+      C.setType(O, DType::Float);
+      continue;
+    }
+    Shape S = *X;
+    S.Dims.back() = Dim::known(1);
+    C.set(O, DType::Float, S);
+  }
   if (C.numOuts() > 3)
     C.copy(3, 0);
 }
@@ -3170,6 +3182,9 @@ const RuleEntry DefaultRules[] = {
     {"GlobalLpPool", ruleGlobalPool}, {"MaxUnpool", ruleMaxUnpool},
     {"RoiAlign", ruleRoiPool}, {"MaxRoiPool", ruleRoiPool},
     {"BatchNormalization", ruleBatchNorm}, {"LayerNormalization", ruleLayerNorm},
+    // onnxruntime's RMS norm, registered in the default domain: Y as X, the
+    // optional inv_std_var as LayerNormalization's statistics.
+    {"SimplifiedLayerNormalization", ruleLayerNorm},
     {"Einsum", ruleEinsum}, {"Det", ruleDet},
     // Reductions.
     {"ReduceSum", ruleReduce}, {"ReduceMean", ruleReduce},

@@ -273,6 +273,11 @@ void matmul(const CostContext &C, NodeCost &Out) {
   if (!C.anyGrad())
     return;
   productBackward(C, Out, Macs, 0, 1);
+  // FusedMatMul's alpha: as Gemm's rule, dY is scaled by alpha once (one
+  // multiply per output, |Y|), shared by dA and dB.
+  if (C.N.OpType == "FusedMatMul" && C.N.attrFloat("alpha", 1.0) != 1.0 &&
+      (C.needsGrad(0) || C.needsGrad(1)))
+    Out.Bwd.Flops += C.elems(Y);
   defaultBwdBytes(C, Out);
 }
 
@@ -640,36 +645,86 @@ void groupNorm(const CostContext &C, NodeCost &Out) {
   normRule(C, Out, Groups, 1, 2);
 }
 
-/// RMS norm (SimplifiedLayerNormalization): square, add, scale by rsqrt,
-/// multiply by gamma: 4/elem; backward ~7/elem (dx 5, dgamma 2).
+/// Rows of the last axis: N / extent(last dim), the groups of the
+/// Skip*Normalization ops (they normalize over the last axis only).
+double lastAxisRows(const CostContext &C) {
+  const Shape &X = *C.N.input(0)->Shp;
+  return X.rank() ? inElems(C) / std::max<int64_t>(1, X.Dims.back().Extent) : 1;
+}
+
+/// RMS norm of N elements in G rows: square N, sum of squares N - G adds + G
+/// divides (the mean) = N, scale by the row's rsqrt N, multiply by gamma N:
+/// 4N FLOPs, one rsqrt per row. Saves the input and one inverse RMS per row
+/// (fp32, 4 bytes: RMS norm has no mean). The forward only; the backward's
+/// FLOPs are the caller's.
+void rmsRule(const CostContext &C, NodeCost &Out, double Groups) {
+  double N = inElems(C);
+  Out.Fwd.Flops = 4 * N;
+  Out.Fwd.Transcendentals = Groups;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  Out.SavedBytes = 4 * Groups;
+}
+
+/// RMS norm (SimplifiedLayerNormalization(X, scale), `axis` default -1):
+/// G = product of the dims before axis; forward rmsRule's 4N + G rsqrt;
+/// backward dx 5N (X needs a gradient), dscale 2N (scale needs one).
 void rmsNorm(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
-  double Groups = X.rank() ? inElems(C) / std::max<int64_t>(1, X.Dims.back().Extent) : 1;
-  normRule(C, Out, Groups, 1, 99, 4);
-  if (C.anyGrad())
-    Out.Bwd.Flops = (C.needsGrad(0) ? 5 * inElems(C) : 0) +
-                    (C.needsGrad(1) ? 2 * inElems(C) : 0);
+  int64_t Axis = C.N.attrInt("axis", -1);
+  if (Axis < 0)
+    Axis += X.rank();
+  double Groups = 1;
+  for (int64_t I = 0; I < Axis && I < int64_t(X.rank()); ++I)
+    Groups *= X.Dims[I].Extent;
+  rmsRule(C, Out, Groups);
+  if (!C.anyGrad())
+    return;
+  double N = inElems(C);
+  Out.Bwd.Flops = (C.needsGrad(0) ? 5 * N : 0) + (C.needsGrad(1) ? 2 * N : 0);
+  defaultBwdBytes(C, Out);
 }
 
-/// SkipLayerNormalization(input, skip, gamma, beta, bias): input + skip
-/// (+ bias) then LayerNorm on the last axis.
+/// SkipLayerNormalization(input, skip, gamma, beta, bias): s = input + skip
+/// (+ bias), then LayerNorm on the last axis (normRule, G rows):
+///   forward 8N + 1 add per element (+1 with the bias) + G rsqrt;
+///   backward: ds (normRule's 8N) when input, skip or bias needs a gradient
+///   (all three flow through the same s: dinput = dskip = ds); dgamma 2N;
+///   dbeta N; dbias = ds summed over the rows: N - |bias| adds.
 void skipLayerNorm(const CostContext &C, NodeCost &Out) {
-  const Shape &X = *C.N.input(0)->Shp;
-  double Groups = X.rank() ? inElems(C) / std::max<int64_t>(1, X.Dims.back().Extent) : 1;
-  normRule(C, Out, Groups, 2, 3);
-  double Adds = C.N.input(4) ? 2 : 1;
-  Out.Fwd.Flops += Adds * inElems(C);
+  normRule(C, Out, lastAxisRows(C), 2, 3);
+  const Value *Bias = C.N.input(4);
+  double N = inElems(C);
+  Out.Fwd.Flops += (Bias ? 2 : 1) * N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
-  if (C.anyGrad())
-    defaultBwdBytes(C, Out);
+  if (!C.anyGrad())
+    return;
+  bool GradSum = C.needsGrad(0) || C.needsGrad(1) || (Bias && C.needsGrad(4));
+  Out.Bwd.Flops = (GradSum ? 8 * N : 0) + (C.needsGrad(2) ? 2 * N : 0) +
+                  (C.needsGrad(3) ? N : 0) +
+                  (Bias && C.needsGrad(4) ? N - C.elems(Bias) : 0);
+  defaultBwdBytes(C, Out);
 }
 
+/// SkipSimplifiedLayerNormalization(input, skip, gamma, bias): s = input +
+/// skip (+ bias), then RMS norm on the last axis (rmsRule, G rows):
+///   forward 4N + 1 add per element (+1 with the bias) + G rsqrt;
+///   backward: ds 5N when input, skip or bias needs a gradient (one s);
+///   dgamma 2N; dbias = ds summed over the rows: N - |bias| adds;
+///   saves one inverse RMS per row (4 bytes).
 void skipRmsNorm(const CostContext &C, NodeCost &Out) {
-  rmsNorm(C, Out);
-  Out.Fwd.Flops += inElems(C); // + skip
-  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
-  if (C.anyGrad())
-    defaultBwdBytes(C, Out);
+  rmsRule(C, Out, lastAxisRows(C));
+  const Value *Bias = C.N.input(3);
+  double N = inElems(C);
+  Out.Fwd.Flops += (Bias ? 2 : 1) * N;
+  if (!C.anyGrad())
+    return;
+  bool GradSum = C.needsGrad(0) || C.needsGrad(1) || (Bias && C.needsGrad(3));
+  Out.Bwd.Flops = (GradSum ? 5 * N : 0) + (C.needsGrad(2) ? 2 * N : 0) +
+                  (Bias && C.needsGrad(3) ? N - C.elems(Bias) : 0);
+  defaultBwdBytes(C, Out);
 }
 
 /// LRN: per element, a sum of `size` squares, then (bias + alpha/size*sum)^beta
@@ -1135,27 +1190,60 @@ void rnn(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 1, 0, 1); }
 
 //===------------------------- com.microsoft ----------------------------===//
 
+/// Which gradients of an attention core's q, k and v are needed.
+struct CoreGrads {
+  bool Q = false, K = false, V = false;
+  bool any() const { return Q || K || V; }
+  bool scores() const { return Q || K; } // dQ and dK both start from dS
+};
+
 /// Scaled dot-product attention core for B batches, A heads, S queries, L
-/// keys, head dims Dk (q.k) and Dv (p.v):
-///   MACs = B*A*S*L*(Dk + Dv); scale 1, softmax 4 FLOPs + exp per score;
-///   backward: dQ, dK (B*A*S*L*Dk MACs each), dP, dV (B*A*S*L*Dv each),
-///   softmax backward 4 per score; saves the probabilities.
+/// keys, head dims Dk (q.k) and Dv (p.v): Scores = B*A*S*L scores in
+/// R = B*A*S softmax rows of L.
+///   forward: q.k^T Scores*Dk MACs, p.v Scores*Dv MACs; the scale, 1 per
+///   score; the softmax as the Softmax rule counts it, 4*Scores - 2R FLOPs
+///   (max and sum of L values: L - 1 operations each) + one exp per score.
+///   backward, only the products the needed gradients require:
+///     dV = P^T.dY (Scores*Dv MACs) when v needs a gradient;
+///     dP = dY.V^T (Scores*Dv MACs), the softmax backward 4*Scores - R (the
+///       Softmax rule's) and the scale (1 per score) when q or k needs one;
+///     dQ = dS.K (Scores*Dk MACs) for q; dK = dS^T.Q (Scores*Dk MACs) for k.
+///   saves the probabilities (one per score, read by dV and by the softmax
+///   backward); the caller saves q, k, v as coreSave says.
 void attentionCore(const CostContext &C, NodeCost &Out, double B, double A,
-                   double S, double L, double Dk, double Dv) {
-  double Scores = B * A * S * L;
+                   double S, double L, double Dk, double Dv, CoreGrads G) {
+  double Scores = B * A * S * L, Rows = B * A * S;
   double Macs = Scores * (Dk + Dv);
   Out.Fwd.Macs += Macs;
-  Out.Fwd.Flops += 2 * Macs + 5 * Scores;
+  Out.Fwd.Flops += 2 * Macs + Scores + (4 * Scores - 2 * Rows);
   Out.Fwd.Transcendentals += Scores;
-  if (!C.anyGrad())
+  if (!G.any())
     return;
   Out.SavedBytes += Scores * C.elemBytes(C.N.input(0));
-  Out.Bwd.Macs += 2 * Macs;
-  Out.Bwd.Flops += 4 * Macs + 5 * Scores;
+  double BwdMacs = (G.V ? Scores * Dv : 0) + (G.scores() ? Scores * Dv : 0) +
+                   (G.Q ? Scores * Dk : 0) + (G.K ? Scores * Dk : 0);
+  Out.Bwd.Macs += BwdMacs;
+  Out.Bwd.Flops += 2 * BwdMacs + (G.scores() ? Scores + (4 * Scores - Rows) : 0);
+}
+
+/// What the core's backward reads besides the probabilities: dQ = dS.K
+/// reads k, dK = dS^T.Q reads q, dP = dY.V^T (for q or k) reads v.
+void coreSave(NodeCost &Out, const Value *Q, const Value *K, const Value *V,
+              CoreGrads G) {
+  if (G.K)
+    save(Out, Q);
+  if (G.Q)
+    save(Out, K);
+  if (G.scores())
+    save(Out, V);
 }
 
 /// Attention(input [B,S,Hin], weights [Hin, 3H], bias [3H], mask, ...):
-/// the QKV projection (B*S*Hin*3H MACs, plus the bias) and the core.
+/// the QKV projection (B*S*Hin*3H MACs, plus B*S*3H bias adds) and the core.
+/// Backward: dW = x^T.dQKV and dX = dQKV.W^T (Proj MACs each, when needed);
+/// dbias = dQKV summed over the B*S rows: (B*S - 1)*3H adds. q, k and v
+/// are projections: the core needs all three gradients whenever any
+/// input does. Saves x and q, k, v (B*S*3H).
 void msAttention(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   if (X.rank() != 3 || W.rank() != 2)
@@ -1168,49 +1256,128 @@ void msAttention(const CostContext &C, NodeCost &Out) {
   if (C.anyGrad()) {
     Out.Bwd.Macs = (C.needsGrad(0) ? Proj : 0) + (C.needsGrad(1) ? Proj : 0);
     Out.Bwd.Flops = 2 * Out.Bwd.Macs;
+    if (C.N.input(2) && C.needsGrad(2))
+      Out.Bwd.Flops += (B * S - 1) * H3;
     save(Out, C.N.input(0));
     Out.SavedBytes += B * S * H3 * C.elemBytes(C.N.input(0)); // q, k, v
   }
   double H = H3 / 3;
-  attentionCore(C, Out, B, A, S, S, H / A, H / A);
+  bool Any = C.anyGrad();
+  attentionCore(C, Out, B, A, S, S, H / A, H / A, {Any, Any, Any});
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (C.anyGrad())
     defaultBwdBytes(C, Out);
 }
 
-/// MultiHeadAttention(query [B,S,H], key [B,L,H], value [B,L,Hv], ...):
-/// projections done outside; the core only.
+/// MultiHeadAttention(query [B,S,Hq], key [B,L,Hk], value [B,L,Hv],
+/// bias [Hq + Hk + Hv], ...): projections done outside; the optional bias
+/// (the input projection's, per the contrib op doc) is added to q, k and v
+/// first: B*S*Hq + B*L*Hk + B*L*Hv adds. Then the core. A gradient of q',
+/// k', v' (the biased tensors) is needed for its own input and for the
+/// bias; dbias sums them over their rows: (B*S - 1)*Hq + (B*L - 1)*Hk +
+/// (B*L - 1)*Hv adds. The saved q, k, v stand for q', k', v' (same sizes).
 void msMultiHeadAttention(const CostContext &C, NodeCost &Out) {
   const Value *Q = C.N.input(0), *K = C.N.input(1), *V = C.N.input(2);
   if (!Q || !K || !V || Q->Shp->rank() != 3 || K->Shp->rank() != 3 || V->Shp->rank() != 3)
     return unmodeled(Out, "MultiHeadAttention: only unpacked 3-D query, key, value are modeled");
   double B = Q->Shp->Dims[0].Extent, S = Q->Shp->Dims[1].Extent;
   double H = Q->Shp->Dims[2].Extent, L = K->Shp->Dims[1].Extent;
+  double Hk = K->Shp->Dims[2].Extent;
   double Hv = V->Shp->Dims[2].Extent, A = C.N.attrInt("num_heads", 1);
-  attentionCore(C, Out, B, A, S, L, H / A, Hv / A);
+  const Value *Bias = C.N.input(3);
+  bool BiasGrad = Bias && C.needsGrad(3);
+  CoreGrads G{C.needsGrad(0) || BiasGrad, C.needsGrad(1) || BiasGrad,
+              C.needsGrad(2) || BiasGrad};
+  if (Bias)
+    Out.Fwd.Flops += B * S * H + B * L * Hk + B * L * Hv;
+  attentionCore(C, Out, B, A, S, L, H / A, Hv / A, G);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (C.anyGrad()) {
-    save(Out, Q);
-    save(Out, K);
-    save(Out, V);
+    if (BiasGrad)
+      Out.Bwd.Flops += (B * S - 1) * H + (B * L - 1) * Hk + (B * L - 1) * Hv;
+    coreSave(Out, Q, K, V, G);
     defaultBwdBytes(C, Out);
   }
 }
 
-/// RotaryEmbedding(input, position_ids, cos_cache, sin_cache): per element
-/// x*cos + rotate(x)*sin: 3 FLOPs; the gathered cos and sin rows are read
-/// (half the output each).
+/// RotaryEmbedding(input, position_ids, cos_cache [max_seq, R/2],
+/// sin_cache): per rotated element x*cos + rotate(x)*sin (the sign folded
+/// into the sin term): mul, mul, add = 3 FLOPs; only R = rotary_embedding_dim
+/// (default: the caches' 2 * R/2) dims of each head rotate, the rest are
+/// copied (bytes only). Head size: the last dim of a 4-D input, else
+/// hidden / num_heads, else R. Rotated elements: N * R / head.
+/// Bytes: each input once; of each cache only the rows gathered, once:
+/// one per position id (S of them for a single offset id), at most the
+/// cache's rows. Backward: the transposed rotation, 3 per rotated element
+/// (copies pass dY through), reading the same gathered cos, sin rows.
 void rotaryEmbedding(const CostContext &C, NodeCost &Out) {
+  const Value *X = C.N.input(0), *Pos = C.N.input(1);
+  const Value *Cos = C.N.input(2), *Sin = C.N.input(3);
+  if (!Cos || !Sin || Cos->Shp->rank() < 1 || Sin->Shp->rank() < 1)
+    return unmodeled(Out, "RotaryEmbedding needs cos and sin caches");
+  const Shape &XS = *X->Shp, &CS = *Cos->Shp;
   double N = outElems(C);
-  Out.Fwd.Flops = 3 * N;
-  Out.Fwd.Bytes = C.bytes(C.N.input(0)) + C.bytes(C.N.input(1)) +
-                  N * C.elemBytes(C.N.input(0)) + outBytes(C);
+  double CacheRows = CS.Dims[0].Extent;
+  double Half = CacheRows > 0 ? C.elems(Cos) / CacheRows : 0; // R/2 per row
+  double Rot = C.N.attrInt("rotary_embedding_dim", 0);
+  if (Rot <= 0)
+    Rot = 2 * Half;
+  double Heads = C.N.attrInt("num_heads", 0);
+  double Head = XS.rank() == 4                  ? double(XS.Dims[3].Extent)
+                : XS.rank() == 3 && Heads > 0 ? XS.Dims[2].Extent / Heads
+                                              : Rot;
+  double Rotated = Head > 0 ? N * std::min(1.0, Rot / Head) : N;
+  double Seq = XS.rank() == 4   ? double(XS.Dims[2].Extent)
+               : XS.rank() >= 2 ? double(XS.Dims[1].Extent)
+                                : 1;
+  double Ids = C.elems(Pos) == 1 ? Seq : C.elems(Pos);
+  double Gathered = std::min(Ids, CacheRows);
+  double CacheBytes = Gathered * (Half * C.elemBytes(Cos) +
+                                  C.elems(Sin) / std::max(1.0, CacheRows) * C.elemBytes(Sin));
+  Out.Fwd.Flops = 3 * Rotated;
+  Out.Fwd.Bytes = C.bytes(X) + C.bytes(Pos) + CacheBytes + outBytes(C);
   if (!C.anyGrad())
     return;
-  Out.Bwd.Flops = 3 * N;
+  Out.Bwd.Flops = 3 * Rotated;
   defaultBwdBytes(C, Out);
-  Out.Bwd.Bytes += N * C.elemBytes(C.N.input(0));
+  Out.Bwd.Bytes += CacheBytes;
 }
+
+/// Gelu(A + bias) per element, erf form (BiasGelu, Fwd 4, Bwd 9, BwdTransc
+/// 2: erf, exp) or tanh form (FastGelu, 8, 15, 1: tanh), the bias optional
+/// for FastGelu:
+///   forward: the bias add (1, when present) + Fwd per element + one erf or
+///   tanh;
+///   backward: g = dY*gelu'(A + bias) once for every gradient: recompute
+///   A + bias (1, when present) + Bwd (gelu' from A, times dY), BwdTransc
+///   per element; dA = g; dbias = g summed to the bias' shape, N - |bias|
+///   adds. Reads A and bias.
+void geluBiasRule(const CostContext &C, NodeCost &Out, double F, double BF,
+                  double BT) {
+  double N = outElems(C);
+  const Value *Bias = C.N.input(1);
+  double Add = Bias ? 1 : 0;
+  Out.Fwd.Flops = (Add + F) * N;
+  Out.Fwd.Transcendentals = N;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.anyGrad())
+    return;
+  save(Out, C.N.input(0));
+  save(Out, Bias);
+  Out.Bwd.Flops = (Add + BF) * N + (Bias && C.needsGrad(1) ? N - C.elems(Bias) : 0);
+  Out.Bwd.Transcendentals = BT * N;
+  defaultBwdBytes(C, Out);
+}
+
+/// BiasGelu: Gelu's erf form, 4 + erf; gelu' 9 + erf, exp (OpCosts.def).
+void biasGelu(const CostContext &C, NodeCost &Out) { geluBiasRule(C, Out, 4, 9, 2); }
+
+/// FastGelu, tanh form 0.5x(1+tanh(u)), u = x*(c + c'x^2), c = sqrt(2/pi),
+/// c' = 0.044715c: 6 mul, 2 add = 8 + tanh. gelu'(x) = 0.5(1+t) +
+/// 0.5x(1-t^2)u', t = tanh(u) recomputed from x: u 4 (x^2, c'x^2, + c, *x),
+/// 0.5(1+t) 2, 1-t^2 2, u' = c + 3c'x^2 2, 0.5x 1, the two products 2, the
+/// sum 1, times dY 1: 15 + tanh.
+void fastGelu(const CostContext &C, NodeCost &Out) { geluBiasRule(C, Out, 8, 15, 1); }
 
 //===------------------------------ table -------------------------------===//
 
@@ -1262,7 +1429,8 @@ OpClass ridge::opClass(const OpRule &Rule) {
   if (F == binaryT<Fl, T, BFA, BFB, BT, Save::SA, Save::SB>)                   \
     return OpClass::ElementWise;
 #include "passes/OpCosts.def"
-  for (CostRuleFn E : {unaryNoGrad, compareNoGrad, quantize, where, cast, dropout, trilu, clip})
+  for (CostRuleFn E : {unaryNoGrad, compareNoGrad, quantize, where, cast, dropout, trilu, clip,
+                       biasGelu, fastGelu})
     if (F == E)
       return OpClass::ElementWise;
   for (CostRuleFn N : {batchNorm, instanceNorm, layerNorm, groupNorm, rmsNorm, skipLayerNorm,
