@@ -9,9 +9,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
+#include <thread>
 #include <unordered_map>
 
 using namespace ridge;
@@ -83,18 +86,19 @@ struct Position {
   std::vector<const Value *> ParamValues;
 };
 
-struct TPCollectiveCost {
+/// A tensor-parallel collective's kind and full tensor bytes.
+struct CollectiveCost {
   CollectiveKind Kind;
-  bool Backward;
-  Affine Bytes; ///< full tensor bytes
-  size_t Pos;
+  Affine Bytes;
 };
 
 /// What one tensor-parallel degree (and sequence-parallel choice) implies.
 struct TPPlan {
   std::vector<bool> Split;
   std::vector<uint8_t> SplitU8;    ///< Split, one byte a position
-  std::vector<TPCollectiveCost> Collectives;
+  /// The collectives in order: position and cost (an index into
+  /// Planner::CollCosts); UsedCosts lists the indices used.
+  std::vector<uint32_t> CollPos, CollCost, UsedCosts;
   std::vector<double> SplitParams; ///< per position: parameters split t ways
   ShardingResult Sharding;
   /// Prefix sums of the unsplit (Params - SplitParams) and split parameters;
@@ -103,6 +107,25 @@ struct TPPlan {
   std::vector<double> PreOwn, PreSplit;
   bool ParamsExact = false;
 };
+
+// The search evaluates thousands of configurations on graphs of up to
+// millions of positions; it produces exactly what summing every quantity
+// position by position, configuration by configuration, would:
+//  - a Group holds what depends on (micro-batch, t, sp) only: each
+//    position's times (positions with equal costs share one roofline
+//    placement), the FLOP sums, and for each recomputation mode the cost
+//    per position and its running sum (the balance's prefix), all summed in
+//    position order as before;
+//  - a StageAgg holds what a partition (recomputation, p, v) adds: the
+//    chunk ends, the slowest stage's times and each stage's memory terms;
+//    the ZeRO stages (and d) only enter evaluate()'s O(p) tail;
+//  - a stage's time must be its position-by-position sum, bit for bit:
+//    prefix differences bound each stage's time, and only the stages that
+//    can be the slowest are summed (once per distinct sequence of costs);
+//  - parameter and activation sums are whole numbers of bytes (or halves,
+//    quarters ... under a power-of-two t): while no partial sum rounds, a
+//    prefix difference is the exact sum; otherwise they are summed position
+//    by position as before.
 
 /// What the search needs of one partition (micro-batch, t, sp,
 /// recomputation, p, v): the slowest stage's times and each stage's memory
@@ -114,18 +137,8 @@ struct StageAgg {
   std::vector<double> Params, SplitParams, Act, Ckpt, SegMax; ///< per stage
 };
 
-/// Per recomputation mode of a group: time per position and its prefix sums.
-struct RecompTimes {
-  bool Ready = false;
-  bool Bounded = false;           ///< every cost finite and non-negative
-  std::vector<double> Cost;       ///< per position (forward, backward, recompute, TP)
-  std::vector<double> Prefix;     ///< Prefix[k]: Cost[0] + ... + Cost[k-1], in order
-  std::vector<double> PreRec;     ///< the same of the recomputation time
-  std::vector<double> Collapsed;  ///< Prefix at the stage boundaries (for balance)
-  std::map<unsigned, std::vector<size_t>> Ends; ///< by chunk count
-};
-
-/// Everything that depends on (micro-batch, t, sp) only, per position.
+/// Everything that depends on (micro-batch, t, sp) only, per position; [R]
+/// by recomputation (none, selective, full).
 struct Group {
   bool Valid = false;
   int64_t B = 0;
@@ -133,23 +146,51 @@ struct Group {
   bool SP = false;
   const TPPlan *TP = nullptr;
   std::vector<double> TF, TB, TPT; ///< forward, backward, TP collectives
-  std::vector<double> PreBwd, PreTP;
+  std::vector<double> Cost[3];     ///< forward + backward + recompute + TP
+  std::vector<double> Prefix[3];   ///< Prefix[k]: Cost[0] + ... + Cost[k-1], in order
+  std::vector<double> Collapsed[3]; ///< Prefix at the stage boundaries (for balance)
+  bool Bounded[3] = {false, false, false}; ///< every cost finite and non-negative
+  double MaxSeg[3][2];                     ///< largest segment of Prefix, Collapsed (-1: not yet)
+  std::map<unsigned, std::vector<size_t>> Ends[3]; ///< by chunk count
+  double TotBwd = 0, TotTP = 0, TotRec[3] = {0, 0, 0}; ///< over all positions, in order
   double ModelFlops = 0, MatrixFlops[3] = {0, 0, 0};
   size_t TPCount = 0;
-  RecompTimes R[3];
   // Activation terms (Saved, SavedSelective, Checkpoint at cuts, each times
-  // its activation scale), as prefix sums; exact as for parameters.
-  bool ActReady[3] = {false, false, false};
+  // its activation scale) as prefix sums, and whether those are exact (so a
+  // stage's sum in any order is the difference of two prefixes).
   std::vector<double> PreA, PreAS, PreCk;
   bool AExact = false, ASExact = false, CkExact = false;
   std::vector<double> SegSum; ///< PreA between consecutive cuts
   std::map<std::array<unsigned, 3>, StageAgg> Aggs; ///< by (recompute, p, v)
 };
 
+/// Affine terms that are whole numbers (bytes): their values at an integer
+/// micro-batch, scaled by a power of two, sum exactly while the magnitudes
+/// stay below 2^52 units.
+struct IntegralTerms {
+  bool Integral = true;
+  double SumAbsA = 0, SumAbsB = 0;
+  void add(const Affine &X) {
+    Integral &= std::isfinite(X.A) && std::isfinite(X.B) && X.A == std::trunc(X.A) &&
+                X.B == std::trunc(X.B);
+    SumAbsA += std::fabs(X.A);
+    SumAbsB += std::fabs(X.B);
+  }
+  /// Exact at micro-batch Mb with every term times 1 or 2^-Shift.
+  bool exactAt(double Mb, int Shift) const {
+    return Integral && Shift >= 0 &&
+           (SumAbsA + SumAbsB * Mb) * (1 + 1e-6) <= std::ldexp(1.0, 52 - Shift);
+  }
+};
+
 class Planner {
 public:
   Planner(const Config &Cfg, const PlanOptions &O, DiagnosticEngine &Diags)
       : Cfg(Cfg), Opts(O), Diags(Diags), Dev(*Cfg.Dev) {}
+  ~Planner() {
+    if (Worker.joinable())
+      Worker.join();
+  }
 
   llvm::Error prepare(const BatchLoader &Load);
   PlanResult search();
@@ -179,17 +220,31 @@ private:
   std::vector<const Position *> ClassRep;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   std::vector<Affine> SavedAff, SelAff, CkAff;
+  std::vector<Affine> CkAtCut; ///< CkAff where a checkpoint is taken, else 0
   std::vector<size_t> CutPos;           ///< positions with CutBefore, ascending
   // Per class and split (slot 2c + split): times and FLOP terms of the
   // current group, computed on first use.
   std::vector<double> SlotTF, SlotTB, SlotMF, SlotMM0, SlotMM1;
   std::vector<uint8_t> SlotDone;
+  std::vector<uint32_t> SlotOf; ///< per position: 2 class + split, of the current group
+  IntegralTerms SavedInt, SelInt, CkInt;
+  // Trainable parameters in order of position: owner, value, elements.
+  std::vector<uint32_t> ParamPos;
+  std::vector<const Value *> ParamVal;
+  std::vector<double> ParamElems;
+  std::vector<double> PosParams;
+  std::vector<CollectiveCost> CollCosts; ///< distinct collectives
+  std::map<std::tuple<unsigned, uint64_t, uint64_t>, uint32_t> CollCostIds; ///< by kind and bytes
+  llvm::DenseMap<std::pair<const Value *, unsigned>, uint32_t> CollCostOf; ///< by tensor and kind
+  std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
   Group G;
+  /// Sharding propagations computed ahead on Worker, by (t, sp).
+  std::map<std::pair<unsigned, bool>, std::future<ShardingResult>> Ahead;
+  std::thread Worker;
 
+  void propagateAhead();
   const TPPlan &tpPlan(unsigned T, bool SP);
   Group &group(int64_t B, unsigned T, bool SP);
-  RecompTimes &recompTimes(Group &G, int R);
-  void prepareActivations(Group &G, int R);
   const StageAgg &stageAgg(Group &G, Config::Recompute Rc, unsigned P, unsigned V);
   PlanEval evaluate(const PlanConfig &PC, unsigned N);
   std::vector<PlanEval> evaluateAll(const std::vector<PlanConfig> &Cs, unsigned N);
@@ -228,6 +283,7 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
   SavedSel.assign(N, 0);
   Checkpoint.assign(N, 0);
   llvm::DenseSet<const Value *> Seen;
+  Seen.reserve(N);
   auto Bytes = [&](const Value *V) {
     return V->numElements().value_or(0) *
            (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
@@ -259,7 +315,9 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
 std::vector<double> liveBytes(const Graph &G, std::optional<double> FloatBytes) {
   size_t N = G.Nodes.size();
   std::vector<double> Delta(N + 2, 0);
-  llvm::DenseSet<const Value *> Act(G.Inputs.begin(), G.Inputs.end());
+  llvm::DenseSet<const Value *> Act;
+  Act.reserve(N + G.Inputs.size());
+  Act.insert(G.Inputs.begin(), G.Inputs.end());
   for (const auto &Nd : G.Nodes) {
     bool From = false;
     for (const Value *In : Nd->Inputs)
@@ -323,6 +381,8 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   CostResult C2;
   RecomputePlan Full1, Sel1;
   for (int I = 0; I < 2; ++I) {
+    if (I == 1)
+      propagateAhead();
     Model &M = I == 0 ? *M1 : *M2;
     AnalysisManager AM(M, Cfg, Diags);
     auto C = AM.getResult<CostAnalysis>();
@@ -375,6 +435,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   }
   // Parameters belong to the first position that reads them.
   llvm::DenseSet<const Value *> Owned;
+  Owned.reserve(C1.Trainable.size());
   for (size_t P = 0; P < N; ++P)
     for (const Value *In : Pos[P].N->Inputs)
       if (In && C1.Trainable.count(In) && Owned.insert(In).second) {
@@ -455,8 +516,22 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     SavedAff[P] = Pos[P].Saved;
     SelAff[P] = Pos[P].SavedSelective;
     CkAff[P] = Pos[P].Checkpoint;
-    if (Pos[P].CutBefore)
+    CkAtCut.push_back(Pos[P].CutBefore ? Pos[P].Checkpoint : Affine());
+    SavedInt.add(SavedAff[P]);
+    SelInt.add(SelAff[P]);
+    if (Pos[P].CutBefore) {
       CutPos.push_back(P);
+      CkInt.add(CkAff[P]);
+    }
+  }
+  PosParams.resize(N);
+  for (size_t P = 0; P < N; ++P) {
+    PosParams[P] = Pos[P].Params;
+    for (const Value *V : Pos[P].ParamValues) {
+      ParamPos.push_back(uint32_t(P));
+      ParamVal.push_back(V);
+      ParamElems.push_back(V->numElements().value_or(0));
+    }
   }
   return llvm::Error::success();
 }
@@ -489,13 +564,50 @@ struct ExactSum {
     AbsSum += std::fabs(X);
   }
   bool exact() const {
-    if (!Finite)
+    if (!Finite || !std::isfinite(AbsSum))
       return false;
-    if (AbsSum == 0)
-      return true;
-    return AbsSum <= std::ldexp(1.0, 52 + MinLsb);
+    return AbsSum == 0 || AbsSum <= std::ldexp(1.0, 52 + MinLsb);
   }
 };
+
+/// Starts the sharding propagation for each (t, sp) the search can ask for
+/// on a worker thread: it reads only M1's graph and C1, which nothing
+/// changes once M1's costs are known, and its results are the same
+/// whenever they are computed.
+void Planner::propagateAhead() {
+  unsigned MaxTP = Opts.MaxTP ? Opts.MaxTP : K;
+  std::set<std::pair<unsigned, bool>> Keys;
+  auto Add = [&](unsigned N, std::optional<unsigned> TP) {
+    for (unsigned T = 2; T <= N; ++T) {
+      if (N % T || (TP && T != *TP) || (!TP && T > MaxTP))
+        continue;
+      for (bool SP : {false, true})
+        if (!Opts.SequenceParallel || SP == *Opts.SequenceParallel)
+          Keys.insert({T, SP});
+    }
+  };
+  Add(Opts.Devices, Opts.TP);
+  if (Opts.Scaling)
+    for (unsigned N = 1; N <= Opts.Devices; N *= 2)
+      Add(N, std::nullopt);
+  if (Keys.empty())
+    return;
+  std::vector<std::packaged_task<ShardingResult()>> Tasks;
+  for (auto [T, SP] : Keys) {
+    Tasks.emplace_back([this, T = T, SP = SP] {
+      return propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
+    });
+    Ahead[{T, SP}] = Tasks.back().get_future();
+  }
+  try {
+    Worker = std::thread([Tasks = std::move(Tasks)]() mutable {
+      for (auto &Task : Tasks)
+        Task();
+    });
+  } catch (const std::system_error &) {
+    Ahead.clear(); // no thread: propagate when asked
+  }
+}
 
 const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   auto Key = std::make_pair(T, SP);
@@ -503,36 +615,63 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   if (It != TPPlans.end())
     return It->second;
   TPPlan &TP = TPPlans[Key];
-  TP.Sharding = propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
+  auto Pending = Ahead.find(Key);
+  if (Pending != Ahead.end()) {
+    TP.Sharding = Pending->second.get();
+    Ahead.erase(Pending);
+  } else {
+    TP.Sharding = propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
+  }
   TP.Split = TP.Sharding.Split;
   TP.SplitParams.assign(Pos.size(), 0);
-  for (size_t P = 0; P < Pos.size(); ++P)
-    for (const Value *V : Pos[P].ParamValues)
-      if (TP.Sharding.SplitParams.count(V))
-        TP.SplitParams[P] += V->numElements().value_or(0);
+  // Each position's parameters in order, as Pos[P].ParamValues lists them.
+  if (!TP.Sharding.SplitParams.empty())
+    for (size_t I = 0; I < ParamVal.size(); ++I)
+      if (TP.Sharding.SplitParams.count(ParamVal[I]))
+        TP.SplitParams[ParamPos[I]] += ParamElems[I];
   TP.SplitU8.resize(Pos.size());
   TP.PreOwn.assign(Pos.size() + 1, 0);
   TP.PreSplit.assign(Pos.size() + 1, 0);
   ExactSum XOwn, XSplit;
   for (size_t P = 0; P < Pos.size(); ++P) {
     TP.SplitU8[P] = TP.Split[P];
-    double Own = Pos[P].Params - TP.SplitParams[P];
+    double Own = PosParams[P] - TP.SplitParams[P];
     XOwn.add(Own);
     XSplit.add(TP.SplitParams[P]);
     TP.PreOwn[P + 1] = TP.PreOwn[P] + Own;
     TP.PreSplit[P + 1] = TP.PreSplit[P] + TP.SplitParams[P];
   }
   TP.ParamsExact = XOwn.exact() && XSplit.exact();
+  // Collectives of equal kind and bytes cost the same: each distinct one
+  // gets an index (per tensor and kind, then by value).
+  CollCostOf.reserve(CollCostOf.size() + TP.Sharding.Collectives.size());
+  TP.CollPos.reserve(TP.Sharding.Collectives.size());
+  TP.CollCost.reserve(TP.Sharding.Collectives.size());
   for (const TPCollective &Col : TP.Sharding.Collectives) {
-    const Value *V2 = M2->Main->lookup(Col.Tensor->Name);
-    double B1 = Col.Tensor->numElements().value_or(0);
-    double B2 = V2 ? V2->numElements().value_or(0) : B1;
-    double EB = Cfg.ComputeDType && isFloatingPoint(Col.Tensor->Elem)
-                    ? dtypeBytes(*Cfg.ComputeDType)
-                    : dtypeBytes(Col.Tensor->Elem);
-    TP.Collectives.push_back(
-        {Col.Kind, Col.Backward, Affine::fit(B1 * EB, B2 * EB), Col.At->Index});
+    auto [It, New] = CollCostOf.try_emplace({Col.Tensor, unsigned(Col.Kind)}, 0);
+    if (New) {
+      const Value *V2 = M2->Main->lookup(Col.Tensor->Name);
+      double B1 = Col.Tensor->numElements().value_or(0);
+      double B2 = V2 ? V2->numElements().value_or(0) : B1;
+      double EB = Cfg.ComputeDType && isFloatingPoint(Col.Tensor->Elem)
+                      ? dtypeBytes(*Cfg.ComputeDType)
+                      : dtypeBytes(Col.Tensor->Elem);
+      Affine Bytes = Affine::fit(B1 * EB, B2 * EB);
+      uint64_t A, B;
+      std::memcpy(&A, &Bytes.A, sizeof(A));
+      std::memcpy(&B, &Bytes.B, sizeof(B));
+      auto [VIt, VNew] =
+          CollCostIds.try_emplace({unsigned(Col.Kind), A, B}, uint32_t(CollCosts.size()));
+      if (VNew)
+        CollCosts.push_back({Col.Kind, Bytes});
+      It->second = VIt->second;
+    }
+    TP.CollPos.push_back(Col.At->Index);
+    TP.CollCost.push_back(It->second);
   }
+  TP.UsedCosts = TP.CollCost;
+  llvm::sort(TP.UsedCosts);
+  TP.UsedCosts.erase(std::unique(TP.UsedCosts.begin(), TP.UsedCosts.end()), TP.UsedCosts.end());
   return TP;
 }
 
@@ -573,13 +712,99 @@ std::vector<size_t> balanceSegments(const std::vector<double> &Prefix, unsigned 
   return Ends;
 }
 
+/// balanceSegments() for a non-decreasing Prefix (non-negative costs) whose
+/// largest single segment is MaxSeg: the same bisection and greedy fills,
+/// each fill's search for a chunk's end starting from where the previous
+/// fill's same chunk ended (in a sorted array the first element above a
+/// value is the same however it is found).
+std::vector<size_t> balanceSorted(const std::vector<double> &Prefix, unsigned Chunks,
+                                  double MaxSeg) {
+  size_t N = Prefix.size() - 1;
+  const double *S = Prefix.data();
+  double Lo = MaxSeg, Hi = Prefix.back();
+  std::vector<size_t> Hint(Chunks);
+  for (unsigned K = 0; K < Chunks; ++K)
+    Hint[K] = size_t(double(N) * (K + 1) / Chunks);
+  // The first index in [From, N] whose prefix exceeds X (N + 1 if none).
+  auto UpperBound = [&](size_t From, size_t Guess, double X) -> size_t {
+    size_t G = std::min(std::max(Guess, From), N);
+    if (S[G] <= X) {
+      size_t L = G, Step = 1, H;
+      for (;;) {
+        if (L + Step > N) {
+          H = N + 1;
+          break;
+        }
+        if (S[L + Step] > X) {
+          H = L + Step;
+          break;
+        }
+        L += Step;
+        Step *= 2;
+      }
+      return std::upper_bound(S + L + 1, S + H, X) - S;
+    }
+    size_t H = G, Step = 1, L;
+    for (;;) {
+      if (H < From + Step) {
+        L = From;
+        break;
+      }
+      if (S[H - Step] <= X) {
+        L = H - Step + 1;
+        break;
+      }
+      H -= Step;
+      Step *= 2;
+    }
+    return std::upper_bound(S + L, S + H, X) - S;
+  };
+  auto Fill = [&](double Bound, std::vector<size_t> *Cuts) {
+    size_t Start = 0;
+    unsigned Used = 0;
+    while (Start < N) {
+      if (++Used > Chunks)
+        return false;
+      size_t I = UpperBound(Start + 1, Hint[Used - 1], S[Start] + Bound);
+      Hint[Used - 1] = I;
+      size_t End = std::max(I - 1, Start + 1);
+      if (Cuts)
+        Cuts->push_back(End);
+      Start = End;
+    }
+    return true;
+  };
+  for (int It = 0; It < 40 && Hi - Lo > 1e-12 * std::max(1.0, Hi); ++It) {
+    double Mid = (Lo + Hi) / 2;
+    if (Fill(Mid, nullptr))
+      Hi = Mid;
+    else
+      Lo = Mid;
+  }
+  std::vector<size_t> Ends;
+  Fill(Hi, &Ends);
+  while (Ends.size() < Chunks) // fewer segments than chunks: empty chunks
+    Ends.push_back(N);
+  return Ends;
+}
+
+/// The largest single segment of a prefix sum (balanceSegments()'s Lo).
+double maxSegment(const std::vector<double> &Prefix) {
+  double Lo = 0;
+  for (size_t I = 0; I + 1 < Prefix.size(); ++I)
+    Lo = std::max(Lo, Prefix[I + 1] - Prefix[I]);
+  return Lo;
+}
+
 /// Boundaries may only fall where Allowed says (Allowed[N] must be true);
 /// positions between two allowed boundaries move together. Seg is the
 /// prefix sum collapsed to the allowed boundaries: segment k ends at
 /// Allowed[k], Seg[k + 1] = Prefix[Allowed[k]].
+/// Sorted: Seg is non-decreasing and its largest segment is MaxSeg.
 std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
-                            const std::vector<size_t> &Allowed) {
-  std::vector<size_t> SegEnds = balanceSegments(Seg, Chunks);
+                            const std::vector<size_t> &Allowed, bool Sorted, double MaxSeg) {
+  std::vector<size_t> SegEnds =
+      Sorted ? balanceSorted(Seg, Chunks, MaxSeg) : balanceSegments(Seg, Chunks);
   std::vector<size_t> Ends;
   for (size_t E : SegEnds)
     Ends.push_back(E == 0 ? 0 : Allowed[std::min(E, Allowed.size()) - 1]);
@@ -589,24 +814,41 @@ std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
 Group &Planner::group(int64_t B, unsigned T, bool SP) {
   if (G.Valid && G.B == B && G.T == T && G.SP == SP)
     return G;
+  const TPPlan &TP = tpPlan(T, SP);
   G.Valid = true;
   G.B = B;
   G.T = T;
   G.SP = SP;
-  for (RecompTimes &RT : G.R) {
-    RT.Ready = false;
-    RT.Ends.clear();
-  }
-  for (bool &A : G.ActReady)
-    A = false;
-  G.Aggs.clear();
-  const TPPlan &TP = tpPlan(T, SP);
   G.TP = &TP;
+  for (auto &E : G.Ends)
+    E.clear();
+  for (auto &M : G.MaxSeg)
+    M[0] = M[1] = -1;
+  G.Aggs.clear();
   size_t NPos = Pos.size();
   double Mb = double(B);
 
-  // Per position: forward and backward time, FLOP terms (as evaluate() used
-  // to compute them position by position), through the class memo.
+  // Tensor-parallel collectives, summed per position in their order.
+  G.TPT.assign(NPos, 0);
+  bool TPInter = crossesNodes(1, T);
+  double TPBw = linkBandwidth(TPInter), TPLat = linkLatency(TPInter);
+  CollSeconds.resize(CollCosts.size());
+  for (uint32_t I : TP.UsedCosts) {
+    double Bytes = CollCosts[I].Bytes.at(Mb);
+    CollSeconds[I] = collectiveSeconds(CollCosts[I].Kind, Bytes, T, TPBw, TPLat);
+  }
+  {
+    double *TPTs = G.TPT.data();
+    const double *Sec = CollSeconds.data();
+    for (size_t I = 0, E = TP.CollPos.size(); I < E; ++I)
+      TPTs[TP.CollPos[I]] += Sec[TP.CollCost[I]];
+  }
+  G.TPCount = TP.CollPos.size();
+
+  // Per position, in order, what evaluate() used to compute position by
+  // position: forward and backward time (through the class memo), the FLOP
+  // sums, the time with each recomputation mode and its prefix sums, and
+  // the activation terms' prefix sums.
   size_t NSlots = 2 * ClassRep.size();
   SlotDone.assign(NSlots, 0);
   SlotTF.resize(NSlots);
@@ -616,111 +858,137 @@ Group &Planner::group(int64_t B, unsigned T, bool SP) {
   SlotMM1.resize(NSlots);
   G.TF.resize(NPos);
   G.TB.resize(NPos);
-  double ModelFlops = 0, Matrix[3] = {0, 0, 0};
+  for (int R = 0; R < 3; ++R) {
+    G.Cost[R].resize(NPos);
+    G.Prefix[R].resize(NPos + 1);
+    G.Prefix[R][0] = 0;
+  }
+  G.PreA.resize(NPos + 1);
+  G.PreAS.resize(NPos + 1);
+  G.PreCk.resize(NPos + 1);
+  G.PreA[0] = G.PreAS[0] = G.PreCk[0] = 0;
+  const uint8_t *Split = TP.SplitU8.data();
+  const uint32_t *Class = ClassOf.data();
+  SlotOf.resize(NPos);
+  uint32_t *Slots = SlotOf.data();
   for (size_t P = 0; P < NPos; ++P) {
-    unsigned Sp = TP.SplitU8[P];
-    size_t Slot = 2 * size_t(ClassOf[P]) + Sp;
-    if (!SlotDone[Slot]) {
-      const Position &X = *ClassRep[ClassOf[P]];
-      double Scale = Sp ? 1.0 / T : 1.0;
-      PhaseCost F = X.Fwd.at(Mb, Scale), Bc = X.Bwd.at(Mb, Scale);
-      SlotTF[Slot] = placeOnDevice(F, Dev, X.Type, Cfg).Seconds;
-      SlotTB[Slot] = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg).Seconds : 0;
-      SlotMF[Slot] = (X.Fwd.Flops.at(Mb) + X.Bwd.Flops.at(Mb)) * T * Scale;
-      SlotMM0[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 1 + X.Bwd.Macs.at(Mb)) * T * Scale;
-      SlotMM1[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 2 + X.Bwd.Macs.at(Mb)) * T * Scale;
-      SlotDone[Slot] = 1;
+    unsigned Sp = Split[P];
+    uint32_t Slot = 2 * Class[P] + Sp;
+    Slots[P] = Slot;
+    if (SlotDone[Slot])
+      continue;
+    const Position &X = *ClassRep[Class[P]];
+    double Scale = Sp ? 1.0 / T : 1.0;
+    PhaseCost F = X.Fwd.at(Mb, Scale), Bc = X.Bwd.at(Mb, Scale);
+    SlotTF[Slot] = placeOnDevice(F, Dev, X.Type, Cfg).Seconds;
+    SlotTB[Slot] = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg).Seconds : 0;
+    SlotMF[Slot] = (X.Fwd.Flops.at(Mb) + X.Bwd.Flops.at(Mb)) * T * Scale;
+    SlotMM0[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 1 + X.Bwd.Macs.at(Mb)) * T * Scale;
+    SlotMM1[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 2 + X.Bwd.Macs.at(Mb)) * T * Scale;
+    SlotDone[Slot] = 1;
+  }
+  const uint8_t *Sel = RecSel.data(), *Full = RecFull.data();
+  const double *STF = SlotTF.data(), *STB = SlotTB.data();
+  double *TFs = G.TF.data(), *TBs = G.TB.data();
+  const double *TPTs = G.TPT.data();
+  double *C0 = G.Cost[0].data(), *C1 = G.Cost[1].data(), *C2 = G.Cost[2].data();
+  double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
+  double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0;
+  double Pre0 = 0, Pre1 = 0, Pre2 = 0;
+  for (size_t P = 0; P < NPos; ++P) {
+    uint32_t Slot = Slots[P];
+    double TF = STF[Slot], TB = STB[Slot], TPt = TPTs[P];
+    TFs[P] = TF;
+    TBs[P] = TB;
+    TotBwd += TB;
+    TotTP += TPt;
+    double Zero = 0, RS = Sel[P] ? TF : 0, RF = Full[P] ? TF : 0;
+    Rec1 += RS;
+    Rec2 += RF;
+    double X0 = TF + TB + Zero, X1 = TF + TB + RS, X2 = TF + TB + RF;
+    X0 += TPt;
+    X1 += TPt;
+    X2 += TPt;
+    C0[P] = X0;
+    C1[P] = X1;
+    C2[P] = X2;
+    P0[P + 1] = Pre0 += X0;
+    P1[P + 1] = Pre1 += X1;
+    P2[P + 1] = Pre2 += X2;
+  }
+  // Every cost finite and non-negative: so are the slots' times and the
+  // collectives (a cost adds at most four of them), and the total is finite.
+  bool Bad = false;
+  for (size_t I = 0; I < NSlots; ++I)
+    if (SlotDone[I])
+      Bad |= !(STF[I] >= 0 && STF[I] <= std::numeric_limits<double>::max()) ||
+             !(STB[I] >= 0 && STB[I] <= std::numeric_limits<double>::max());
+  for (uint32_t Q : TP.CollPos)
+    Bad |= !(TPTs[Q] >= 0 && TPTs[Q] <= std::numeric_limits<double>::max());
+  double ModelFlops = 0, M0 = 0, M1s = 0, M2s = 0;
+  {
+    const double *SMF = SlotMF.data(), *SM0 = SlotMM0.data(), *SM1 = SlotMM1.data();
+    for (size_t P = 0; P < NPos; ++P) {
+      uint32_t Slot = Slots[P];
+      ModelFlops += SMF[Slot];
+      M0 += SM0[Slot];
+      M1s += Sel[P] ? SM1[Slot] : SM0[Slot];
+      M2s += Full[P] ? SM1[Slot] : SM0[Slot];
     }
-    G.TF[P] = SlotTF[Slot];
-    G.TB[P] = SlotTB[Slot];
-    ModelFlops += SlotMF[Slot];
-    Matrix[0] += SlotMM0[Slot];
-    Matrix[1] += RecSel[P] ? SlotMM1[Slot] : SlotMM0[Slot];
-    Matrix[2] += RecFull[P] ? SlotMM1[Slot] : SlotMM0[Slot];
+  }
+  {
+    double *PA = G.PreA.data(), *PAS = G.PreAS.data(), *PCk = G.PreCk.data();
+    const Affine *SA = SavedAff.data(), *SelA = SelAff.data(), *CkA = CkAtCut.data();
+    // With sequence parallelism the replicated regions are split too.
+    const double Scales[2] = {1.0, 1.0 / T};
+    unsigned SPBit = SP;
+    double A = 0, AS = 0, Ck = 0;
+    for (size_t P = 0; P < NPos; ++P) {
+      double ActScale = Scales[Split[P] | SPBit];
+      PA[P + 1] = A += SA[P].at(Mb) * ActScale;
+      PAS[P + 1] = AS += SelA[P].at(Mb) * ActScale;
+      // Zero where no checkpoint is taken: adding it changes nothing.
+      PCk[P + 1] = Ck += CkA[P].at(Mb) * ActScale;
+    }
   }
   G.ModelFlops = ModelFlops;
-  for (int R = 0; R < 3; ++R)
-    G.MatrixFlops[R] = Matrix[R];
-
-  // Tensor-parallel collectives, summed per position in their order.
-  G.TPT.assign(NPos, 0);
-  bool TPInter = crossesNodes(1, T);
-  double TPBw = linkBandwidth(TPInter), TPLat = linkLatency(TPInter);
-  for (const TPCollectiveCost &Col : TP.Collectives) {
-    double Bytes = Col.Bytes.at(Mb);
-    G.TPT[Col.Pos] += collectiveSeconds(Col.Kind, Bytes, T, TPBw, TPLat);
+  G.MatrixFlops[0] = M0;
+  G.MatrixFlops[1] = M1s;
+  G.MatrixFlops[2] = M2s;
+  G.TotBwd = TotBwd;
+  G.TotTP = TotTP;
+  G.TotRec[0] = 0;
+  G.TotRec[1] = Rec1;
+  G.TotRec[2] = Rec2;
+  for (int R = 0; R < 3; ++R) {
+    G.Bounded[R] = !Bad && G.Prefix[R][NPos] <= std::numeric_limits<double>::max();
+    G.Collapsed[R].resize(Boundaries.size() + 1);
+    G.Collapsed[R][0] = 0;
+    for (size_t K = 0; K < Boundaries.size(); ++K)
+      G.Collapsed[R][K + 1] = G.Prefix[R][Boundaries[K]];
   }
-  G.TPCount = TP.Collectives.size();
-  G.PreBwd.resize(NPos + 1);
-  G.PreTP.resize(NPos + 1);
-  G.PreBwd[0] = G.PreTP[0] = 0;
-  for (size_t P = 0; P < NPos; ++P) {
-    G.PreBwd[P + 1] = G.PreBwd[P] + G.TB[P];
-    G.PreTP[P + 1] = G.PreTP[P] + G.TPT[P];
-  }
-  return G;
-}
 
-RecompTimes &Planner::recompTimes(Group &Gr, int R) {
-  RecompTimes &RT = Gr.R[R];
-  if (RT.Ready)
-    return RT;
-  RT.Ready = true;
-  size_t NPos = Pos.size();
-  const uint8_t *Flag = R == 2 ? RecFull.data() : R == 1 ? RecSel.data() : nullptr;
-  RT.Cost.resize(NPos);
-  RT.Prefix.resize(NPos + 1);
-  RT.PreRec.resize(NPos + 1);
-  RT.Prefix[0] = RT.PreRec[0] = 0;
-  bool Bounded = true;
-  for (size_t P = 0; P < NPos; ++P) {
-    double TF = Gr.TF[P];
-    double Rec = Flag && Flag[P] ? TF : 0;
-    double C = TF + Gr.TB[P] + Rec;
-    C += Gr.TPT[P];
-    RT.Cost[P] = C;
-    Bounded &= C >= 0 && C <= std::numeric_limits<double>::max();
-    RT.Prefix[P + 1] = RT.Prefix[P] + C;
-    RT.PreRec[P + 1] = RT.PreRec[P] + Rec;
-  }
-  RT.Bounded = Bounded && RT.Prefix[NPos] <= std::numeric_limits<double>::max();
-  RT.Collapsed.assign(Boundaries.size() + 1, 0);
-  for (size_t K = 0; K < Boundaries.size(); ++K)
-    RT.Collapsed[K + 1] = RT.Prefix[Boundaries[K]];
-  return RT;
-}
-
-void Planner::prepareActivations(Group &Gr, int R) {
-  if (Gr.ActReady[R])
-    return;
-  Gr.ActReady[R] = true;
-  size_t NPos = Pos.size();
-  double Mb = double(Gr.B);
-  const TPPlan &TP = *Gr.TP;
-  auto Scale = [&](size_t P) { return (TP.SplitU8[P] || Gr.SP) ? 1.0 / Gr.T : 1.0; };
-  auto Fill = [&](const std::vector<Affine> &Aff, std::vector<double> &Pre, bool OnlyCuts) {
+  // Whether the activation prefix sums are exact: whole-number terms scaled
+  // by 1 or 1/t with t a power of two, else checked term by term.
+  bool AnyScaled = SP || std::any_of(TP.SplitU8.begin(), TP.SplitU8.end(),
+                                     [](uint8_t S) { return S != 0; });
+  int Shift = !AnyScaled ? 0 : (T & (T - 1)) == 0 ? __builtin_ctz(T) : -1;
+  auto Check = [&](const IntegralTerms &I, const std::vector<Affine> &Aff, bool OnlyCuts) {
+    if (I.exactAt(Mb, Shift))
+      return true;
     ExactSum X;
-    Pre.resize(NPos + 1);
-    Pre[0] = 0;
-    for (size_t P = 0; P < NPos; ++P) {
-      double V = OnlyCuts && !Cut[P] ? 0.0 : Aff[P].at(Mb) * Scale(P);
-      X.add(V);
-      Pre[P + 1] = Pre[P] + V;
-    }
+    for (size_t P = 0; P < NPos; ++P)
+      if (!OnlyCuts || Cut[P])
+        X.add(Aff[P].at(Mb) * ((Split[P] || SP) ? 1.0 / T : 1.0));
     return X.exact();
   };
-  if (R == 1) {
-    Gr.ASExact = Fill(SelAff, Gr.PreAS, false);
-    return;
-  }
-  if (!Gr.ActReady[R == 0 ? 2 : 0]) // PreA serves both None and Full
-    Gr.AExact = Fill(SavedAff, Gr.PreA, false);
-  if (R == 2) {
-    Gr.CkExact = Fill(CkAff, Gr.PreCk, true);
-    Gr.SegSum.resize(CutPos.empty() ? 0 : CutPos.size() - 1);
-    for (size_t K = 0; K + 1 < CutPos.size(); ++K)
-      Gr.SegSum[K] = Gr.PreA[CutPos[K + 1]] - Gr.PreA[CutPos[K]];
-  }
+  G.AExact = Check(SavedInt, SavedAff, false);
+  G.ASExact = Check(SelInt, SelAff, false);
+  G.CkExact = Check(CkInt, CkAff, true);
+  G.SegSum.resize(CutPos.empty() ? 0 : CutPos.size() - 1);
+  for (size_t K = 0; K + 1 < CutPos.size(); ++K)
+    G.SegSum[K] = G.PreA[CutPos[K + 1]] - G.PreA[CutPos[K]];
+  return G;
 }
 
 const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, unsigned V) {
@@ -730,26 +998,29 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   if (Found != Gr.Aggs.end())
     return Found->second;
   StageAgg &A = Gr.Aggs[Key];
-  RecompTimes &RT = recompTimes(Gr, R);
-  prepareActivations(Gr, R);
   const TPPlan &TP = *Gr.TP;
   size_t NPos = Pos.size();
   double Mb = double(Gr.B);
   unsigned Chunks = P * V;
+  const std::vector<double> &Cost = Gr.Cost[R], &Prefix = Gr.Prefix[R];
 
   // Pipeline stages: P*V chunks balanced by time; chunk c runs on stage c % P.
-  auto EndsIt = RT.Ends.find(Chunks);
-  if (EndsIt == RT.Ends.end()) {
+  auto EndsIt = Gr.Ends[R].find(Chunks);
+  if (EndsIt == Gr.Ends[R].end()) {
     std::vector<size_t> Ends;
     if (Chunks > 1) {
       // Over AllBoundaries (every position) the collapsed prefix is the
       // prefix itself.
-      Ends = Boundaries.size() >= Chunks ? balance(RT.Collapsed, Chunks, Boundaries)
-                                         : balance(RT.Prefix, Chunks, AllBoundaries);
+      bool Few = Boundaries.size() >= Chunks;
+      const std::vector<double> &Seg = Few ? Gr.Collapsed[R] : Prefix;
+      double &MaxSeg = Gr.MaxSeg[R][Few];
+      if (Gr.Bounded[R] && MaxSeg < 0)
+        MaxSeg = maxSegment(Seg);
+      Ends = balance(Seg, Chunks, Few ? Boundaries : AllBoundaries, Gr.Bounded[R], MaxSeg);
     } else {
       Ends = {NPos};
     }
-    EndsIt = RT.Ends.emplace(Chunks, std::move(Ends)).first;
+    EndsIt = Gr.Ends[R].emplace(Chunks, std::move(Ends)).first;
   }
   const std::vector<size_t> &Ends = EndsIt->second;
   auto StartOf = [&](unsigned Ch) { return Ch == 0 ? size_t(0) : Ends[Ch - 1]; };
@@ -766,53 +1037,121 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   // sum (all terms non-negative), so only stages within 2 Err of the largest
   // can be the slowest; those are summed exactly.
   const uint8_t *Flag = R == 2 ? RecFull.data() : R == 1 ? RecSel.data() : nullptr;
-  auto Exact = [&](unsigned S, double &T, double &B, double &TPs, double &Rec) {
-    T = B = TPs = Rec = 0;
-    if (V == 1 && S == 0) { // the running sum from position 0 is the prefix sum
-      size_t E = Ends[0];
-      T = RT.Prefix[E];
-      B = Gr.PreBwd[E];
-      TPs = Gr.PreTP[E];
-      Rec = RT.PreRec[E];
-      return;
-    }
-    for (unsigned Ch = S; Ch < Chunks; Ch += P) {
-      size_t E = Ends[Ch];
-      for (size_t Q = StartOf(Ch); Q < E; ++Q) {
-        T += RT.Cost[Q];
-        B += Gr.TB[Q];
-        TPs += Gr.TPT[Q];
-        Rec += Flag && Flag[Q] ? Gr.TF[Q] : 0;
+  struct Sums {
+    double T = 0, B = 0, TP = 0, Rec = 0;
+  };
+  // Stages' sums position by position, two stages at a time (independent
+  // chains of additions), each in its own order.
+  const double *CostP = Cost.data(), *TBP = Gr.TB.data(), *TPTP = Gr.TPT.data(),
+               *TFP = Gr.TF.data();
+  // Sums Q in [Q0, Q1) into X, and Q in [R0, R0 + Q1 - Q0) into Y, with
+  // local accumulators (independent chains).
+  auto Walk = [&](auto HasFlag, size_t Q0, size_t Q1, Sums &X, const size_t *R0, Sums &Y) {
+    double T = X.T, B = X.B, TPs = X.TP, Rc = X.Rec;
+    if (R0) {
+      double T2 = Y.T, B2 = Y.B, TP2 = Y.TP, Rc2 = Y.Rec;
+      for (size_t Q = Q0, Q2 = *R0; Q < Q1; ++Q, ++Q2) {
+        T += CostP[Q];
+        T2 += CostP[Q2];
+        B += TBP[Q];
+        B2 += TBP[Q2];
+        TPs += TPTP[Q];
+        TP2 += TPTP[Q2];
+        if (HasFlag) {
+          Rc += Flag[Q] ? TFP[Q] : 0;
+          Rc2 += Flag[Q2] ? TFP[Q2] : 0;
+        }
+      }
+      Y = {T2, B2, TP2, Rc2};
+    } else {
+      for (size_t Q = Q0; Q < Q1; ++Q) {
+        T += CostP[Q];
+        B += TBP[Q];
+        TPs += TPTP[Q];
+        if (HasFlag)
+          Rc += Flag[Q] ? TFP[Q] : 0;
       }
     }
+    X = {T, B, TPs, Rc};
   };
-  if (RT.Bounded) {
+  auto Exact = [&](unsigned Sa, const unsigned *Sb, Sums &Xa, Sums &Xb) {
+    if (P == 1 && Ends.back() == NPos) { // stage 0 sums every position in order
+      Xa.T = Prefix[NPos];
+      Xa.B = Gr.TotBwd;
+      Xa.TP = Gr.TotTP;
+      Xa.Rec = Gr.TotRec[R];
+      return;
+    }
+    auto Run = [&](auto HasFlag) {
+      for (unsigned C = 0; C < V; ++C) {
+        unsigned Ca = Sa + C * P;
+        size_t A0 = StartOf(Ca), A1 = Ends[Ca];
+        if (!Sb) {
+          Walk(HasFlag, A0, A1, Xa, nullptr, Xa);
+          continue;
+        }
+        unsigned Cb = *Sb + C * P;
+        size_t B0 = StartOf(Cb), B1 = Ends[Cb];
+        size_t N = std::min(A1 - A0, B1 - B0);
+        Walk(HasFlag, A0, A0 + N, Xa, &B0, Xb);
+        Walk(HasFlag, A0 + N, A1, Xa, nullptr, Xa);
+        Walk(HasFlag, B0 + N, B1, Xb, nullptr, Xb);
+      }
+    };
+    if (Flag)
+      Run(std::true_type());
+    else
+      Run(std::false_type());
+  };
+  if (Gr.Bounded[R]) {
     std::vector<double> Approx(P, 0);
     for (unsigned Ch = 0; Ch < Chunks; ++Ch)
-      Approx[Ch % P] += RT.Prefix[Ends[Ch]] - RT.Prefix[StartOf(Ch)];
+      Approx[Ch % P] += Prefix[Ends[Ch]] - Prefix[StartOf(Ch)];
     double MaxA = *std::max_element(Approx.begin(), Approx.end());
-    double Err = 1.5 * (2.0 * V + 2) * (double(NPos) + 2) * 0x1p-53 * RT.Prefix[NPos];
-    bool First = true;
+    double Err = 1.5 * (2.0 * V + 2) * (double(NPos) + 2) * 0x1p-53 * Prefix[NPos];
+    // A stage whose costs are those of an earlier candidate, position by
+    // position, sums to the same time and is not the first of the largest:
+    // it need not be summed.
+    auto SameCosts = [&](unsigned S1, unsigned S2) {
+      for (unsigned C = 0; C < V; ++C) {
+        unsigned C1 = S1 + C * P, C2 = S2 + C * P;
+        size_t B1 = StartOf(C1), B2 = StartOf(C2), L = Ends[C1] - B1;
+        if (Ends[C2] - B2 != L || std::memcmp(&Cost[B1], &Cost[B2], L * sizeof(double)))
+          return false;
+      }
+      return true;
+    };
+    std::vector<unsigned> Cands;
     for (unsigned S = 0; S < P; ++S) {
       if (Approx[S] < MaxA - 2 * Err)
         continue;
-      double T, B, TPs, Rec;
-      Exact(S, T, B, TPs, Rec);
-      if (First || T > A.Time) {
-        A.Slowest = S;
-        A.Time = T;
-        A.Bwd = B;
-        A.TP = TPs;
-        A.Rec = Rec;
-        First = false;
-      }
+      bool Dup = false;
+      for (unsigned C : Cands)
+        if ((Dup = SameCosts(C, S)))
+          break;
+      if (!Dup)
+        Cands.push_back(S);
     }
+    std::vector<Sums> X(Cands.size());
+    for (size_t I = 0; I < Cands.size(); I += 2)
+      Exact(Cands[I], I + 1 < Cands.size() ? &Cands[I + 1] : nullptr, X[I],
+            I + 1 < Cands.size() ? X[I + 1] : X[I]);
+    // The first of the largest, as evaluate() took it.
+    size_t Best = 0;
+    for (size_t I = 1; I < Cands.size(); ++I)
+      if (X[I].T > X[Best].T)
+        Best = I;
+    A.Slowest = Cands[Best];
+    A.Time = X[Best].T;
+    A.Bwd = X[Best].B;
+    A.TP = X[Best].TP;
+    A.Rec = X[Best].Rec;
   } else {
     std::vector<double> Time(P, 0), Bwd(P, 0), TPs(P, 0), Rec(P, 0);
     for (unsigned Ch = 0; Ch < Chunks; ++Ch) {
       unsigned S = Ch % P;
       for (size_t Q = StartOf(Ch); Q < Ends[Ch]; ++Q) {
-        Time[S] += RT.Cost[Q];
+        Time[S] += Cost[Q];
         Bwd[S] += Gr.TB[Q];
         TPs[S] += Gr.TPT[Q];
         Rec[S] += Flag && Flag[Q] ? Gr.TF[Q] : 0;
@@ -878,7 +1217,7 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
       // With sequence parallelism the replicated regions are split too.
       double ActScale = (TP.SplitU8[Q] || Gr.SP) ? 1.0 / Gr.T : 1.0;
       if (!ParamsExact) {
-        A.Params[S] += Pos[Q].Params - TP.SplitParams[Q];
+        A.Params[S] += PosParams[Q] - TP.SplitParams[Q];
         A.SplitParams[S] += TP.SplitParams[Q];
       }
       if (ActExact)
@@ -1009,13 +1348,13 @@ PlanEval Planner::evaluate(const PlanConfig &PC, unsigned N) {
   return E;
 }
 
-/// Evaluates Cs grouped by what they share (micro-batch, t, sp, then
+/// Evaluates Cs grouped by what they share (t, sp, micro-batch, then
 /// recomputation and partition), returning the results in Cs's order.
 std::vector<PlanEval> Planner::evaluateAll(const std::vector<PlanConfig> &Cs, unsigned N) {
   std::vector<size_t> Order(Cs.size());
   std::iota(Order.begin(), Order.end(), size_t(0));
   auto Key = [](const PlanConfig &C) {
-    return std::make_tuple(C.MicroBatch, C.T, C.SP, int(C.Recomp), C.P * C.V, C.P, C.V);
+    return std::make_tuple(C.T, C.SP, C.MicroBatch, int(C.Recomp), C.P * C.V, C.P, C.V);
   };
   std::stable_sort(Order.begin(), Order.end(),
                    [&](size_t A, size_t B) { return Key(Cs[A]) < Key(Cs[B]); });
