@@ -99,6 +99,7 @@ struct TPPlan {
   /// The collectives in order: position and cost (an index into
   /// Planner::CollCosts); UsedCosts lists the indices used.
   std::vector<uint32_t> CollPos, CollCost, UsedCosts;
+  std::vector<uint8_t> CollFwd;    ///< per collective: runs in the forward
   std::vector<double> SplitParams; ///< per position: parameters split t ways
   ShardingResult Sharding;
   /// Prefix sums of the unsplit (Params - SplitParams) and split parameters;
@@ -146,6 +147,7 @@ struct Group {
   bool SP = false;
   const TPPlan *TP = nullptr;
   std::vector<double> TF, TB, TPT; ///< forward, backward, TP collectives
+  std::vector<double> TPF;         ///< of which forward (replayed by full recomputation)
   std::vector<double> Cost[3];     ///< forward + backward + recompute + TP
   std::vector<double> Prefix[3];   ///< Prefix[k]: Cost[0] + ... + Cost[k-1], in order
   std::vector<double> Collapsed[3]; ///< Prefix at the stage boundaries (for balance)
@@ -668,6 +670,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     }
     TP.CollPos.push_back(Col.At->Index);
     TP.CollCost.push_back(It->second);
+    TP.CollFwd.push_back(!Col.Backward);
   }
   TP.UsedCosts = TP.CollCost;
   llvm::sort(TP.UsedCosts);
@@ -830,6 +833,7 @@ Group &Planner::group(int64_t B, unsigned T, bool SP) {
 
   // Tensor-parallel collectives, summed per position in their order.
   G.TPT.assign(NPos, 0);
+  G.TPF.assign(NPos, 0);
   bool TPInter = crossesNodes(1, T);
   double TPBw = linkBandwidth(TPInter), TPLat = linkLatency(TPInter);
   CollSeconds.resize(CollCosts.size());
@@ -838,10 +842,13 @@ Group &Planner::group(int64_t B, unsigned T, bool SP) {
     CollSeconds[I] = collectiveSeconds(CollCosts[I].Kind, Bytes, T, TPBw, TPLat);
   }
   {
-    double *TPTs = G.TPT.data();
+    double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
     const double *Sec = CollSeconds.data();
-    for (size_t I = 0, E = TP.CollPos.size(); I < E; ++I)
+    for (size_t I = 0, E = TP.CollPos.size(); I < E; ++I) {
       TPTs[TP.CollPos[I]] += Sec[TP.CollCost[I]];
+      if (TP.CollFwd[I])
+        TPFs[TP.CollPos[I]] += Sec[TP.CollCost[I]];
+    }
   }
   G.TPCount = TP.CollPos.size();
 
@@ -890,19 +897,21 @@ Group &Planner::group(int64_t B, unsigned T, bool SP) {
   const uint8_t *Sel = RecSel.data(), *Full = RecFull.data();
   const double *STF = SlotTF.data(), *STB = SlotTB.data();
   double *TFs = G.TF.data(), *TBs = G.TB.data();
-  const double *TPTs = G.TPT.data();
+  const double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
   double *C0 = G.Cost[0].data(), *C1 = G.Cost[1].data(), *C2 = G.Cost[2].data();
   double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
   double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0;
   double Pre0 = 0, Pre1 = 0, Pre2 = 0;
   for (size_t P = 0; P < NPos; ++P) {
     uint32_t Slot = Slots[P];
-    double TF = STF[Slot], TB = STB[Slot], TPt = TPTs[P];
+    double TF = STF[Slot], TB = STB[Slot], TPt = TPTs[P], TPf = TPFs[P];
     TFs[P] = TF;
     TBs[P] = TB;
     TotBwd += TB;
     TotTP += TPt;
-    double Zero = 0, RS = Sel[P] ? TF : 0, RF = Full[P] ? TF : 0;
+    // Full recomputation replays a segment's forward, its tensor-parallel
+    // collectives included (Megatron re-runs the layer's all-reduces).
+    double Zero = 0, RS = Sel[P] ? TF : 0, RF = Full[P] ? TF + TPf : 0;
     Rec1 += RS;
     Rec2 += RF;
     double X0 = TF + TB + Zero, X1 = TF + TB + RS, X2 = TF + TB + RF;
