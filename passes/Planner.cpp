@@ -286,10 +286,7 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
   Checkpoint.assign(N, 0);
   llvm::DenseSet<const Value *> Seen;
   Seen.reserve(N);
-  auto Bytes = [&](const Value *V) {
-    return V->numElements().value_or(0) *
-           (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
-  };
+  auto Bytes = [&](const Value *V) { return valueBytes(V, FloatBytes); };
   for (size_t I = 0; I < C.Nodes.size(); ++I) {
     const NodeCost &NC = C.Nodes[I];
     const Node *Top = NC.N;
@@ -337,8 +334,7 @@ std::vector<double> liveBytes(const Graph &G, std::optional<double> FloatBytes) 
       Last = std::max<long>(Last, U->Parent == &G ? long(U->Index) : long(N));
     if (Last <= Def)
       return;
-    double B = V->numElements().value_or(0) *
-               (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
+    double B = valueBytes(V, FloatBytes);
     Delta[Def + 1] += B; // live on boundaries Def+1 .. Last
     Delta[Last + 1] -= B;
   };
@@ -653,12 +649,9 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     auto [It, New] = CollCostOf.try_emplace({Col.Tensor, unsigned(Col.Kind)}, 0);
     if (New) {
       const Value *V2 = M2->Main->lookup(Col.Tensor->Name);
-      double B1 = Col.Tensor->numElements().value_or(0);
-      double B2 = V2 ? V2->numElements().value_or(0) : B1;
-      double EB = Cfg.ComputeDType && isFloatingPoint(Col.Tensor->Elem)
-                      ? dtypeBytes(*Cfg.ComputeDType)
-                      : dtypeBytes(Col.Tensor->Elem);
-      Affine Bytes = Affine::fit(B1 * EB, B2 * EB);
+      double B1 = valueBytes(Col.Tensor, floatBytes(Cfg));
+      double B2 = V2 ? valueBytes(V2, floatBytes(Cfg)) : B1;
+      Affine Bytes = Affine::fit(B1, B2);
       uint64_t A, B;
       std::memcpy(&A, &Bytes.A, sizeof(A));
       std::memcpy(&B, &Bytes.B, sizeof(B));
