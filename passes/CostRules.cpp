@@ -341,7 +341,6 @@ void einsum(const CostContext &C, NodeCost &Out) {
   Eq.erase(std::remove(Eq.begin(), Eq.end(), ' '), Eq.end());
   auto Arrow = Eq.find("->");
   std::string Lhs = Eq.substr(0, Arrow);
-  std::string Rhs = Arrow == std::string::npos ? "" : Eq.substr(Arrow + 2);
   llvm::SmallVector<llvm::StringRef, 3> Terms;
   llvm::StringRef(Lhs).split(Terms, ',');
   if (Terms.size() != C.N.Inputs.size())
@@ -378,7 +377,6 @@ void einsum(const CostContext &C, NodeCost &Out) {
   Out.Fwd.Macs = Operands == 2 && Summed ? All : 0;
   Out.Fwd.Flops = Mults + std::max(0.0, All - Outs);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
-  (void)Rhs;
   if (!C.anyGrad())
     return;
   for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
@@ -408,8 +406,7 @@ double spatialProduct(const Shape &S, size_t From) {
 ///   backward: dX and dW each MACs; dBias = dY summed over N and the
 ///   spatial dims: N*Cout*prod(o) - Cout adds (P values sum in P - 1).
 void conv(const CostContext &C, NodeCost &Out) {
-  unsigned WIdx = C.N.OpType == "DeformConv" ? 1 : 1;
-  const Shape &W = *C.N.input(WIdx)->Shp, &Y = *C.N.output(0)->Shp;
+  const Shape &W = *C.N.input(1)->Shp, &Y = *C.N.output(0)->Shp; // DeformConv too
   if (W.rank() < 3 || Y.rank() != W.rank())
     return unmodeled(Out, "Conv weight and output ranks do not match");
   double N = Y.Dims[0].Extent, Cout = Y.Dims[1].Extent;
