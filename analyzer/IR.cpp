@@ -96,13 +96,18 @@ Value *Graph::lookup(llvm::StringRef N) const {
   return nullptr;
 }
 
-Value *Graph::addValue(llvm::StringRef N, ValueKind K) {
+Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }
+
+std::pair<Value *, bool> Graph::tryAddValue(llvm::StringRef N, ValueKind K) {
+  auto [It, Added] = ByName.try_emplace(N, nullptr);
+  if (!Added)
+    return {It->second, false};
   Values.emplace_back();
   Value *V = &Values.back();
   V->Name = N.str();
   V->Kind = K;
-  ByName[N] = V;
-  return V;
+  It->second = V;
+  return {V, true};
 }
 
 size_t Graph::numNodesRecursive() const {

@@ -168,7 +168,12 @@ public:
   Value *lookup(llvm::StringRef N) const;
   /// The value named N in this graph only.
   Value *lookupLocal(llvm::StringRef N) const;
+  /// Adds a value named N (callers check the name is new; an existing value
+  /// of that name is returned as is).
   Value *addValue(llvm::StringRef N, ValueKind K);
+  /// The value named N, added with kind K if it was not there (second:
+  /// whether it was added); one hash lookup.
+  std::pair<Value *, bool> tryAddValue(llvm::StringRef N, ValueKind K);
   /// Sizes the name index for about N values (import of a large graph).
   void reserveValues(size_t N) {
     if (ByName.empty() && N > 16)

@@ -441,7 +441,9 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
         N->Outputs.push_back(nullptr);
         continue;
       }
-      if (Value *Old = G.lookupLocal(Out)) {
+      auto [V, Added] = G.tryAddValue(Out, ValueKind::Intermediate);
+      if (!Added) {
+        Value *Old = V;
         std::string By = Old->Producer ? "node '" + Old->Producer->Name + "'"
                          : Old->isInitializer() ? std::string("an initializer")
                                                 : std::string("a graph input");
@@ -449,7 +451,6 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
                            "'{2}'",
                            Out, By, N->Name));
       }
-      Value *V = G.addValue(Out, ValueKind::Intermediate);
       V->Producer = N.get();
       N->Outputs.push_back(V);
     }
@@ -483,12 +484,16 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
         N.Inputs.push_back(nullptr);
         continue;
       }
-      Value *V = G.lookup(In);
+      // One lookup in the common case: the value is defined in this graph.
+      Value *V = G.lookupLocal(In);
+      bool Local = V != nullptr;
+      if (!V)
+        V = G.lookup(In);
       if (!V)
         return err(formatv("node '{0}' ({1}) input {2} '{3}' is not produced "
                            "by any node, graph input or initializer",
                            N.Name, N.OpType, J, In));
-      if (!G.lookupLocal(In) && llvm::find(G.Captures, V) == G.Captures.end())
+      if (!Local && llvm::find(G.Captures, V) == G.Captures.end())
         G.Captures.push_back(V);
       N.Inputs.push_back(V);
       V->Users.push_back(&N);
