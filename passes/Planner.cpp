@@ -314,36 +314,12 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
 std::vector<double> liveBytes(const Graph &G, std::optional<double> FloatBytes) {
   size_t N = G.Nodes.size();
   std::vector<double> Delta(N + 2, 0);
-  llvm::DenseSet<const Value *> Act;
-  Act.reserve(N + G.Inputs.size());
-  Act.insert(G.Inputs.begin(), G.Inputs.end());
-  for (const auto &Nd : G.Nodes) {
-    bool From = false;
-    for (const Value *In : Nd->Inputs)
-      From |= In && Act.count(In);
-    if (From)
-      for (const Value *Out : Nd->Outputs)
-        if (Out)
-          Act.insert(Out);
-  }
-  auto Add = [&](const Value *V, long Def) {
-    if (!Act.count(V) || V->isInitializer())
-      return;
-    long Last = Def;
-    for (const Node *U : V->Users)
-      Last = std::max<long>(Last, U->Parent == &G ? long(U->Index) : long(N));
-    if (Last <= Def)
-      return;
+  // Integer activations (token ids) cross stage boundaries too.
+  forEachActivationRange(G, /*FloatOnly=*/false, [&](const Value *V, long Def, long Last) {
     double B = valueBytes(V, FloatBytes);
     Delta[Def + 1] += B; // live on boundaries Def+1 .. Last
     Delta[Last + 1] -= B;
-  };
-  for (const Value *V : G.Inputs)
-    Add(V, -1);
-  for (const auto &Nd : G.Nodes)
-    for (const Value *V : Nd->Outputs)
-      if (V)
-        Add(V, Nd->Index);
+  });
   std::vector<double> Live(N + 1, 0);
   double Acc = 0;
   for (size_t P = 0; P <= N; ++P) {

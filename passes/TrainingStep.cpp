@@ -71,47 +71,17 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   // definition up to its last use; boundary p lies after node p - 1 (0 is
   // before the first node). Difference arrays count live tensors, and sum
   // their ids, per boundary in O(nodes + edges).
-  // Activations: tensors computed from a graph input. Constants (a scale
-  // scalar every layer reads) live everywhere but are not activations.
-  llvm::DenseSet<const Value *> Activation(G.Inputs.begin(), G.Inputs.end());
-  for (const auto &Nd : G.Nodes) {
-    bool FromInput = false;
-    for (const Value *In : Nd->Inputs)
-      FromInput |= In && Activation.count(In);
-    for (const Graph *Sub : Nd->subgraphs())
-      for (const Value *In : Sub->Captures)
-        FromInput |= Activation.count(In) > 0;
-    if (FromInput)
-      for (const Value *Out : Nd->Outputs)
-        if (Out)
-          Activation.insert(Out);
-  }
   std::vector<const Value *> Ids;
   std::vector<long> Count(N + 2, 0), IdSum(N + 2, 0);
-  auto Add = [&](const Value *V, long DefPos) {
-    if (!Activation.count(V) || !isFloatingPoint(V->Elem))
-      return;
-    long Last = DefPos;
-    for (const Node *U : V->Users)
-      Last = std::max<long>(Last, U->Parent == &G ? long(U->Index) : long(N));
-    if (V->IsGraphOutput)
-      Last = long(N);
-    if (Last <= DefPos)
-      return;
+  forEachActivationRange(G, /*FloatOnly=*/true, [&](const Value *V, long Def, long Last) {
     long Id = long(Ids.size());
     Ids.push_back(V);
-    // Live on boundaries DefPos + 1 .. Last.
-    Count[DefPos + 1] += 1;
+    // Live on boundaries Def + 1 .. Last.
+    Count[Def + 1] += 1;
     Count[Last + 1] -= 1;
-    IdSum[DefPos + 1] += Id;
+    IdSum[Def + 1] += Id;
     IdSum[Last + 1] -= Id;
-  };
-  for (const Value *V : G.Inputs)
-    Add(V, -1);
-  for (const auto &Nd : G.Nodes)
-    for (const Value *V : Nd->Outputs)
-      if (V)
-        Add(V, Nd->Index);
+  });
   // Matrix work per position of the main graph (subgraph nodes count for
   // the node that holds them).
   auto TopOf = [&](const Node *Nd) {
@@ -209,6 +179,48 @@ void selectiveRecompute(const CostResult &C, std::optional<double> FloatBytes,
 }
 
 } // namespace
+
+void ridge::forEachActivationRange(
+    const Graph &G, bool FloatOnly,
+    llvm::function_ref<void(const Value *, long Def, long Last)> F) {
+  long N = long(G.Nodes.size());
+  // Constants (a scale scalar every layer reads) live everywhere but are
+  // not activations.
+  llvm::DenseSet<const Value *> Activation;
+  Activation.reserve(G.Nodes.size() + G.Inputs.size());
+  for (const Value *V : G.Inputs)
+    if (!V->isInitializer())
+      Activation.insert(V);
+  for (const auto &Nd : G.Nodes) {
+    bool FromInput = false;
+    for (const Value *In : Nd->Inputs)
+      FromInput |= In && Activation.count(In);
+    for (const Graph *Sub : Nd->subgraphs())
+      for (const Value *In : Sub->Captures)
+        FromInput |= Activation.count(In) > 0;
+    if (FromInput)
+      for (const Value *Out : Nd->Outputs)
+        if (Out)
+          Activation.insert(Out);
+  }
+  auto Visit = [&](const Value *V, long Def) {
+    if (!Activation.count(V) || (FloatOnly && !isFloatingPoint(V->Elem)))
+      return;
+    long Last = Def;
+    for (const Node *U : V->Users)
+      Last = std::max<long>(Last, U->Parent == &G ? long(U->Index) : N);
+    if (V->IsGraphOutput)
+      Last = N;
+    if (Last > Def)
+      F(V, Def, Last);
+  };
+  for (const Value *V : G.Inputs)
+    Visit(V, -1);
+  for (const auto &Nd : G.Nodes)
+    for (const Value *V : Nd->Outputs)
+      if (V)
+        Visit(V, Nd->Index);
+}
 
 RecomputePlan ridge::planRecompute(const Model &M, const CostResult &C,
                                    Config::Recompute Mode, std::optional<double> FloatBytes) {

@@ -10,6 +10,7 @@
 #define RIDGE_PASSES_TRAININGSTEP_H
 
 #include "passes/CostModel.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace ridge {
 
@@ -33,6 +34,14 @@ struct RecomputePlan {
   std::vector<bool> Recomputed;          ///< per CostResult node
   std::vector<bool> KeptSaved;           ///< per CostResult node: its saved tensors are held
 };
+/// The main graph's activations (tensors computed from a graph input: not
+/// parameters, not constants), each with the position that defines it (-1:
+/// a graph input) and the last that needs it (the end for graph outputs and
+/// values read inside subgraphs), in definition order; those read by no
+/// later position are skipped. FloatOnly: floating-point tensors only.
+void forEachActivationRange(const Graph &G, bool FloatOnly,
+                            llvm::function_ref<void(const Value *, long Def, long Last)> F);
+
 RecomputePlan planRecompute(const Model &M, const CostResult &C, Config::Recompute Mode,
                             std::optional<double> FloatBytes);
 
