@@ -1376,6 +1376,15 @@ void biasGelu(const CostContext &C, NodeCost &Out) { geluBiasRule(C, Out, 4, 9, 
 /// sum 1, times dY 1: 15 + tanh.
 void fastGelu(const CostContext &C, NodeCost &Out) { geluBiasRule(C, Out, 8, 15, 1); }
 
+/// Gelu (ai.onnx, opset 20): approximate = "none" is the erf form (4 + erf;
+/// gelu' 9 + erf, exp), "tanh" the tanh form, costed as FastGelu without
+/// bias (8 + tanh; gelu' 15 + tanh).
+void geluOnnx(const CostContext &C, NodeCost &Out) {
+  if (C.N.attrString("approximate", "none") == "tanh")
+    return geluBiasRule(C, Out, 8, 15, 1);
+  geluBiasRule(C, Out, 4, 9, 2);
+}
+
 //===------------------------------ table -------------------------------===//
 
 template <int F, int T, int BF, int BT, Save S>
@@ -1427,7 +1436,7 @@ OpClass ridge::opClass(const OpRule &Rule) {
     return OpClass::ElementWise;
 #include "passes/OpCosts.def"
   for (CostRuleFn E : {unaryNoGrad, compareNoGrad, quantize, where, cast, dropout, trilu, clip,
-                       biasGelu, fastGelu})
+                       biasGelu, fastGelu, geluOnnx})
     if (F == E)
       return OpClass::ElementWise;
   for (CostRuleFn N : {batchNorm, instanceNorm, layerNorm, groupNorm, rmsNorm, skipLayerNorm,
