@@ -500,17 +500,18 @@ void averagePool(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
-/// LpPool (p = 2 typical): |x|^p and add per tap, a root per output.
+/// LpPool (p = 2 typical): per output, K squares, K - 1 adds and a root:
+/// 2K - 1 FLOPs + 1 sqrt; backward dx = dy * x / y per tap: 2 per tap.
 void lpPool(const CostContext &C, NodeCost &Out) {
   double N = outElems(C), K = kernelSize(C.N);
-  Out.Fwd.Flops = 2 * N * K;
+  Out.Fwd.Flops = N * (2 * K - 1);
   Out.Fwd.Transcendentals = N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
   save(Out, C.N.input(0));
   save(Out, C.N.output(0));
-  Out.Bwd.Flops = 3 * N * K;
+  Out.Bwd.Flops = 2 * N * K;
   defaultBwdBytes(C, Out);
 }
 
@@ -538,15 +539,16 @@ void globalMaxPool(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
+/// GlobalLpPool: M squares, M - R adds, R roots; backward 2 per input.
 void globalLpPool(const CostContext &C, NodeCost &Out) {
-  Out.Fwd.Flops = 2 * inElems(C);
+  Out.Fwd.Flops = 2 * inElems(C) - outElems(C);
   Out.Fwd.Transcendentals = outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
   save(Out, C.N.input(0));
   save(Out, C.N.output(0));
-  Out.Bwd.Flops = 3 * inElems(C);
+  Out.Bwd.Flops = 2 * inElems(C);
   defaultBwdBytes(C, Out);
 }
 
@@ -919,17 +921,20 @@ void nllLoss(const CostContext &C, NodeCost &Out) {
   Out.Bwd.Bytes = gradOutBytes(C) + C.bytes(C.N.input(1)) + C.bytes(C.N.input(0));
 }
 
-/// SoftmaxCrossEntropyLoss: LogSoftmax (4 FLOPs + exp per element, log per
-/// row) and NLL; backward softmax - onehot: 2 per element + exp.
+/// SoftmaxCrossEntropyLoss on [S, C] scores (N = S*C): LogSoftmax per row
+/// 4N - 2S FLOPs, N exp, S log; the loss: S negations, S - 1 adds and a
+/// divide (mean): 2S; 4N in all. Backward (softmax - onehot) * dY / S: the
+/// exp of the saved log-probabilities N (transcendental), S subtractions at
+/// the targets, N scalings: N + S.
 void softmaxCrossEntropy(const CostContext &C, NodeCost &Out) {
   double N = inElems(C), Samples = inElems(C, 1);
-  Out.Fwd.Flops = 4 * N + 3 * Samples;
+  Out.Fwd.Flops = 4 * N;
   Out.Fwd.Transcendentals = N + Samples;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
   save(Out, C.N.input(0));
-  Out.Bwd.Flops = 2 * N;
+  Out.Bwd.Flops = N + Samples;
   Out.Bwd.Transcendentals = N;
   defaultBwdBytes(C, Out);
 }
