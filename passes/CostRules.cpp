@@ -1163,7 +1163,9 @@ void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
   double Steps = S * D;
   double Macs = Steps * B * G * H * (I + H);
   Out.Fwd.Macs = Macs;
-  Out.Fwd.Flops = 2 * Macs + Steps * B * (2 * G * H + EwFlops * H);
+  // The two bias adds per gate element only when the B input is present.
+  double BiasAdds = C.N.input(3) ? 2 * G * H : 0;
+  Out.Fwd.Flops = 2 * Macs + Steps * B * (BiasAdds + EwFlops * H);
   Out.Fwd.Transcendentals = Steps * B * H * EwTransc;
   // The recurrence runs one product per time step, and each step reads its
   // direction's W and R again: S - 1 reads beyond the single read the
@@ -1178,7 +1180,7 @@ void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
   Out.Bwd.Macs = Steps * B * G * H *
                  ((C.needsGrad(0) ? I : 0) + (C.needsGrad(1) ? I : 0) +
                   (C.needsGrad(2) ? H : 0) + H);
-  Out.Bwd.Flops = 2 * Out.Bwd.Macs + 2 * Steps * B * (2 * G * H + EwFlops * H);
+  Out.Bwd.Flops = 2 * Out.Bwd.Macs + 2 * Steps * B * (BiasAdds + EwFlops * H);
   Out.Bwd.Transcendentals = 0;
   defaultBwdBytes(C, Out);
   // Per step, dX needs W and dh needs R again (the gradient accumulators of
