@@ -49,7 +49,8 @@ static cl::list<std::string> InputShapes(
     cl::desc("Set a graph input's shape: --input-shape input=1x3x224x224"),
     cl::value_desc("NAME=AxBxC"), MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> NoShapeInference(
-    "no-shape-inference", cl::desc("Skip ONNX shape inference (use shapes stored in the file)"),
+    "no-shape-inference",
+    cl::desc("Skip shape inference (ridge's rules and ONNX's fallback); use the shapes the file stores"),
     MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<OutputFormat> Format(
     "format", cl::desc("Output format"), cl::init(OutputFormat::Text),
