@@ -647,13 +647,38 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   return TP;
 }
 
+/// The largest single segment of a prefix sum (the smallest feasible bound).
+double maxSegment(const std::vector<double> &Prefix) {
+  double Lo = 0;
+  for (size_t I = 0; I + 1 < Prefix.size(); ++I)
+    Lo = std::max(Lo, Prefix[I + 1] - Prefix[I]);
+  return Lo;
+}
+
+/// The smallest bound in [Lo, Hi] for which Fill(Bound, nullptr) packs the
+/// N positions into at most Chunks ranges (bisection), and the range ends
+/// Fill gives for it, padded with N to Chunks entries.
+template <typename FillFn>
+std::vector<size_t> bisectBound(double Lo, double Hi, size_t N, unsigned Chunks, FillFn &Fill) {
+  for (int It = 0; It < 40 && Hi - Lo > 1e-12 * std::max(1.0, Hi); ++It) {
+    double Mid = (Lo + Hi) / 2;
+    if (Fill(Mid, nullptr))
+      Hi = Mid;
+    else
+      Lo = Mid;
+  }
+  std::vector<size_t> Ends;
+  Fill(Hi, &Ends);
+  while (Ends.size() < Chunks) // fewer segments than chunks: empty chunks
+    Ends.push_back(N);
+  return Ends;
+}
+
 /// Splits positions [0, N) into Chunks contiguous ranges minimizing the
 /// largest sum (binary search on the bound, greedy fill over prefix sums).
 std::vector<size_t> balanceSegments(const std::vector<double> &Prefix, unsigned Chunks) {
   size_t N = Prefix.size() - 1;
-  double Lo = 0, Hi = Prefix.back();
-  for (size_t I = 0; I < N; ++I)
-    Lo = std::max(Lo, Prefix[I + 1] - Prefix[I]);
+  double Lo = maxSegment(Prefix), Hi = Prefix.back();
   auto Fill = [&](double Bound, std::vector<size_t> *Cuts) {
     size_t Start = 0;
     unsigned Used = 0;
@@ -670,18 +695,7 @@ std::vector<size_t> balanceSegments(const std::vector<double> &Prefix, unsigned 
     }
     return true;
   };
-  for (int It = 0; It < 40 && Hi - Lo > 1e-12 * std::max(1.0, Hi); ++It) {
-    double Mid = (Lo + Hi) / 2;
-    if (Fill(Mid, nullptr))
-      Hi = Mid;
-    else
-      Lo = Mid;
-  }
-  std::vector<size_t> Ends;
-  Fill(Hi, &Ends);
-  while (Ends.size() < Chunks) // fewer segments than chunks: empty chunks
-    Ends.push_back(N);
-  return Ends;
+  return bisectBound(Lo, Hi, N, Chunks, Fill);
 }
 
 /// balanceSegments() for a non-decreasing Prefix (non-negative costs) whose
@@ -746,26 +760,7 @@ std::vector<size_t> balanceSorted(const std::vector<double> &Prefix, unsigned Ch
     }
     return true;
   };
-  for (int It = 0; It < 40 && Hi - Lo > 1e-12 * std::max(1.0, Hi); ++It) {
-    double Mid = (Lo + Hi) / 2;
-    if (Fill(Mid, nullptr))
-      Hi = Mid;
-    else
-      Lo = Mid;
-  }
-  std::vector<size_t> Ends;
-  Fill(Hi, &Ends);
-  while (Ends.size() < Chunks) // fewer segments than chunks: empty chunks
-    Ends.push_back(N);
-  return Ends;
-}
-
-/// The largest single segment of a prefix sum (balanceSegments()'s Lo).
-double maxSegment(const std::vector<double> &Prefix) {
-  double Lo = 0;
-  for (size_t I = 0; I + 1 < Prefix.size(); ++I)
-    Lo = std::max(Lo, Prefix[I + 1] - Prefix[I]);
-  return Lo;
+  return bisectBound(Lo, Hi, N, Chunks, Fill);
 }
 
 /// Boundaries may only fall where Allowed says (Allowed[N] must be true);
