@@ -14,8 +14,12 @@ external data), then
     F / predicted step time / n, vs the measured figure.
 Assumptions (not in the table): micro-batch size and interleaving are chosen by
 ridge (the fastest that fits); no sequence parallelism and no ZeRO (neither was
-in Megatron-LM in 2021); 8 GPUs per node; the A100 device file's efficiency
-factors, one set for every row.
+in Megatron-LM in 2021); the data-parallel gradient all-reduce runs after the
+backward, not overlapped with it (--overlap-grad-reduce=false: Megatron-LM's
+train_step reduces gradients after forward_backward_func; its
+--overlap-grad-reduce flag is off by default, megatron/training/arguments.py);
+8 GPUs per node; the A100 device file's efficiency factors, one set for every
+row.
 
   /usr/bin/python3 bench/megatron_validate.py [--ridge build/bin/ridge] [--rows 1-10]
 """
@@ -70,9 +74,12 @@ def main():
                             "--seq", str(S), "--vocab", str(V), "--batch", "batch",
                             "--mask", "trilu", "--out", model],
                            check=True, stdout=subprocess.DEVNULL)
+        # Megatron-LM all-reduces gradients after the whole backward (its
+        # --overlap-grad-reduce, default off, came in 2023): so does ridge
+        # here, for the paper's configuration and for its own plan alike.
         base = [args.ridge, "plan", model, "--device", "A100-SXM4-80GB", "--dtype", "fp16",
                 "--devices", str(n), "--devices-per-node", "8", "--global-batch", str(B),
-                "--format", "json"] + args.extra.split()
+                "--overlap-grad-reduce=false", "--format", "json"] + args.extra.split()
         # The paper's runs (2021) had full recomputation and neither sequence
         # parallelism nor ZeRO.
         fixed = subprocess.run(base + ["--tp", str(t), "--pp", str(p), "--dp", str(d),

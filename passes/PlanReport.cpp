@@ -86,9 +86,11 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
                 W.StepSeconds > 0 ? Max->Seconds / W.StepSeconds : 0.0);
   if (W.C.D > 1)
     OS << formatv("  - data parallel x{0}: the gradient all-reduce ({1}, ring 2(d-1)/d of "
-                  "the gradient bytes on the {2} link) overlaps the last micro-batch's "
-                  "backward; {3} stays exposed.\n",
-                  W.C.D, ms(W.DPSeconds), W.DPTier, ms(W.DPExposedSeconds));
+                  "the gradient bytes on the {2} link) {3}; {4} stays exposed.\n",
+                  W.C.D, ms(W.DPSeconds), W.DPTier,
+                  R.Opts.OverlapGradReduce ? "overlaps the last micro-batch's backward"
+                                           : "runs after the backward (--overlap-grad-reduce=false)",
+                  ms(W.DPExposedSeconds));
   if (W.C.T > 1)
     OS << formatv("  - tensor parallel x{0} on the {1} link: {2} collective(s) per step on "
                   "the critical path ({3}); splits found by propagation: {4} column, {5} row, "
@@ -168,6 +170,8 @@ void emit(const PlanResult &R, const PlanEval &W, const Config &Cfg, llvm::raw_o
       OS << " --recompute-granularity selective";
     if (C.Zero >= 1)
       OS << " --use-distributed-optimizer";
+    if (C.D > 1 && R.Opts.OverlapGradReduce)
+      OS << " --overlap-grad-reduce";
     if (Bf16)
       OS << " --bf16";
     if (Fp16)
@@ -179,7 +183,7 @@ void emit(const PlanResult &R, const PlanEval &W, const Config &Cfg, llvm::raw_o
     return;
   }
   if (R.Opts.Emit == "deepspeed") {
-    llvm::json::Object Zero{{"stage", C.Zero}};
+    llvm::json::Object Zero{{"stage", C.Zero}, {"overlap_comm", R.Opts.OverlapGradReduce}};
     llvm::json::Object Doc{{"train_batch_size", R.Opts.GlobalBatch},
                            {"train_micro_batch_size_per_gpu", C.MicroBatch},
                            {"gradient_accumulation_steps", C.M},
@@ -237,6 +241,7 @@ void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream 
         {"device", R.Dev->Name},
         {"devices", R.Opts.Devices},
         {"global_batch", R.Opts.GlobalBatch},
+        {"overlap_grad_reduce", R.Opts.OverlapGradReduce},
         {"dtype", dtypeName(R.StepType)},
         {"params", R.Params},
         {"evaluated", int64_t(R.Evaluated)},

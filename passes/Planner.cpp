@@ -1294,7 +1294,7 @@ PlanEval Planner::evaluate(const PlanConfig &PC, unsigned N) {
   E.DPSeconds = collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D,
                                   linkBandwidth(DPInter), linkLatency(DPInter)) *
                 (PC.Zero >= 3 ? 1.5 : 1.0);
-  double Hidden = std::min(E.DPSeconds, A.Bwd);
+  double Hidden = Opts.OverlapGradReduce ? std::min(E.DPSeconds, A.Bwd) : 0.0;
   E.DPExposedSeconds = E.DPSeconds - Hidden;
   E.OverlapSlowdownSeconds = Hidden * Opts.OverlapSlowdown;
   // Optimizer over the device's parameter share (ZeRO >= 1 shards it).

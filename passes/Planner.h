@@ -47,6 +47,10 @@ struct PlanOptions {
   std::optional<bool> SequenceParallel;
   unsigned MaxTP = 0;           ///< 0: devices per node
   double OverlapSlowdown = 0.1; ///< compute slowdown while communication overlaps it
+  /// Data-parallel gradient reduction overlaps the last backward (PyTorch
+  /// DDP, Megatron-LM's --overlap-grad-reduce); false: it starts after the
+  /// whole backward (Megatron-LM's default, and all it had in 2021).
+  bool OverlapGradReduce = true;
   unsigned Top = 5;             ///< configurations printed
   bool Scaling = false;         ///< also a scaling curve over 1..N devices
   std::string ScalingSvg;       ///< and write it as SVG

@@ -159,6 +159,11 @@ static cl::opt<double> PlanSlowdown(
     "overlap-slowdown",
     cl::desc("Fraction by which overlapped communication slows compute (default 0.1)"),
     cl::init(0.1), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<bool> PlanOverlapGrad(
+    "overlap-grad-reduce",
+    cl::desc("Overlap the data-parallel gradient all-reduce with the last backward "
+             "(default true; =false: it runs after the backward, as in Megatron-LM by default)"),
+    cl::init(true), cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<unsigned> PlanTop("show", cl::desc("Configurations to print (default 5)"),
                                  cl::init(5), cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<bool> PlanScaling("scaling",
@@ -390,6 +395,7 @@ int main(int argc, char **argv) {
       PO.SequenceParallel = bool(PlanSP);
     PO.MaxTP = PlanMaxTP;
     PO.OverlapSlowdown = PlanSlowdown;
+    PO.OverlapGradReduce = PlanOverlapGrad;
     PO.Top = PlanTop;
     PO.Scaling = PlanScaling || !PlanScalingSvg.empty();
     PO.ScalingSvg = PlanScalingSvg;

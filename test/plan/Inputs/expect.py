@@ -6,7 +6,7 @@ import json, sys
 doc = json.load(sys.stdin)
 ok = True
 for expr in sys.argv[1:]:
-    value = eval(expr, {"__builtins__": {"len": len, "any": any, "all": all, "min": min, "max": max}}, doc)
+    value = eval(expr, {"__builtins__": {"len": len, "any": any, "all": all, "min": min, "max": max, "abs": abs}}, doc)
     print(f"{'ok' if value else 'FAILED'}: {expr}")
     ok &= bool(value)
 sys.exit(0 if ok else 1)
