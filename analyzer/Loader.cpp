@@ -161,6 +161,66 @@ Error applyBindings(llvm::StringRef File, onnx::ModelProto &Proto,
   return Error::success();
 }
 
+/// applyBindings on the imported IR: the same values (the main graph's
+/// inputs, and the shapes the file declares for its outputs and
+/// intermediates) and the same errors.
+Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
+  Graph &G = *M.Main;
+  for (const auto &[Name, Dims] : Opts.InputShapes) {
+    Value *In = nullptr;
+    std::string Names;
+    for (Value *V : G.Inputs) {
+      if (V->Name == Name)
+        In = V;
+      Names += (Names.empty() ? "" : ", ") + V->Name;
+    }
+    if (!In)
+      return fileError(File, formatv("--input-shape: no graph input named '{0}' "
+                                     "(inputs: {1})",
+                                     Name, Names));
+    // Shapes the file stores for outputs and intermediates were computed for
+    // the old input shape: drop them so shape inference recomputes them.
+    for (Value &V : G.Values)
+      if (V.Kind == ValueKind::Intermediate)
+        V.Shp.reset();
+    In->Shp.emplace();
+    for (int64_t D : Dims)
+      In->Shp->Dims.push_back(Dim::known(D));
+  }
+  if (Opts.DimBindings.empty())
+    return Error::success();
+  llvm::StringMap<int64_t> Bindings;
+  for (const auto &[Name, N] : Opts.DimBindings)
+    Bindings[Name] = N;
+  llvm::StringSet<> Used;
+  for (Value &V : G.Values)
+    if (V.Shp)
+      for (Dim &D : V.Shp->Dims)
+        if (!D.isKnown() && !D.Symbol.empty()) {
+          auto It = Bindings.find(D.Symbol);
+          if (It != Bindings.end()) {
+            Used.insert(D.Symbol);
+            D = Dim::known(It->second);
+          }
+        }
+  for (const auto &[Name, N] : Opts.DimBindings)
+    if (!Used.contains(Name)) {
+      std::set<std::string> Symbols;
+      for (const Value *V : G.Inputs)
+        if (V->Shp)
+          for (const Dim &D : V->Shp->Dims)
+            if (!D.isKnown() && !D.Symbol.empty())
+              Symbols.insert(D.Symbol);
+      std::string List;
+      for (const auto &S : Symbols)
+        List += (List.empty() ? "" : ", ") + S;
+      return fileError(File, formatv("--dim {0}: the model has no dimension named "
+                                     "'{0}' (symbolic dims of its inputs: {1})",
+                                     Name, List.empty() ? "none" : List));
+    }
+  return Error::success();
+}
+
 void inferShapesInProcess(llvm::StringRef File, onnx::ModelProto &Proto,
                           DiagnosticEngine &Diags) {
   // Strict first, so that a broken model is reported; then leniently, so that
@@ -441,9 +501,19 @@ void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<Model>>
-ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
-                 DiagnosticEngine &Diags) {
+struct ModelSource::Parsed {
+  // Parsed into an arena: the 100k messages of a large graph are freed at
+  // once instead of one by one.
+  google::protobuf::Arena Arena;
+  onnx::ModelProto *Proto = nullptr;
+  std::string Dir; ///< where external data locations are resolved
+  uint64_t FileBytes = 0, Skipped = 0;
+};
+
+ModelSource::~ModelSource() = default;
+
+llvm::Expected<std::unique_ptr<ModelSource>> ModelSource::open(llvm::StringRef Path,
+                                                               const LoadOptions &Opts) {
   std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer, "load: read file");
   auto BufOrErr = Path == "-" ? llvm::MemoryBuffer::getSTDIN()
                               : llvm::MemoryBuffer::getFile(
@@ -454,49 +524,80 @@ ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
   llvm::StringRef Bytes = (*BufOrErr)->getBuffer();
   adviseRandomAccess(Bytes);
 
-  // Parsed into an arena: the 100k messages of a large graph are freed at
-  // once instead of one by one.
-  google::protobuf::Arena Arena;
-  onnx::ModelProto &Proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&Arena);
-  uint64_t Skipped = 0;
+  std::unique_ptr<ModelSource> Src(new ModelSource);
+  Src->Path = Path.str();
+  Src->P = std::make_unique<Parsed>();
+  Parsed &P = *Src->P;
+  P.Proto = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&P.Arena);
+  onnx::ModelProto &Proto = *P.Proto;
+  P.FileBytes = Bytes.size();
   Phase.emplace(Opts.Timer, "load: parse");
   if (looksLikeText(Path, Bytes)) {
     if (Error E = parseText(Path, Bytes, Proto))
       return E;
-  } else if (Error E = parseBinary(Path, Bytes, Opts.Lean, Proto, Skipped)) {
+  } else if (Error E = parseBinary(Path, Bytes, Opts.Lean, Proto, P.Skipped)) {
     return E;
   }
-  if (Error E = applyBindings(Path, Proto, Opts))
-    return E;
   if (Error E = FunctionInliner(Path, Proto).run())
     return E;
 
   llvm::SmallString<256> Dir(Path == "-" ? "." : Path);
   llvm::sys::path::remove_filename(Dir);
-  if (Dir.empty())
-    Dir = ".";
-  auto Import = [&]() -> llvm::Expected<std::unique_ptr<Model>> {
+  P.Dir = Dir.empty() ? "." : Dir.str().str();
+
+  // The inputs as declared, for binding a batch dim without importing.
+  std::set<std::string> Inits;
+  for (const auto &T : Proto.graph().initializer())
+    Inits.insert(T.name());
+  for (const auto &T : Proto.graph().sparse_initializer())
+    Inits.insert(T.values().name());
+  for (const auto &VI : Proto.graph().input()) {
+    if (Inits.count(VI.name()))
+      continue;
+    Input In;
+    In.Name = VI.name();
+    const auto &T = VI.type();
+    In.Ranked = T.has_tensor_type() && T.tensor_type().has_shape();
+    if (In.Ranked)
+      for (const auto &D : T.tensor_type().shape().dim())
+        In.Dims.push_back(D.has_dim_value() ? Dim::known(D.dim_value())
+                                            : Dim::symbolic(D.dim_param()));
+    Src->Inputs.push_back(std::move(In));
+  }
+  return Src;
+}
+
+llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts,
+                                                         DiagnosticEngine &Diags) const {
+  auto Import = [&](const onnx::ModelProto &Proto) -> llvm::Expected<std::unique_ptr<Model>> {
     try {
-      return importModel(Proto, Path, Dir, Diags);
+      return importModel(Proto, Path, P->Dir, Diags);
     } catch (const std::exception &E) {
       return fileError(Path, llvm::Twine("cannot import model: ") + E.what());
     }
   };
   // Import first: it validates the graph (every input defined, no cycle)
-  // before any shape inference sees it. Then ridge's own shape rules; ONNX's
-  // inference (in a child process) only for what they leave unknown.
-  Phase.emplace(Opts.Timer, "load: import to IR");
-  llvm::Expected<std::unique_ptr<Model>> M = Import();
+  // before any shape inference sees it. Then the bindings, on the IR (the
+  // parsed file stays as it is for the next load). Then ridge's own shape
+  // rules; ONNX's inference (in a child process) only for what they leave
+  // unknown.
+  std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer, "load: import to IR");
+  llvm::Expected<std::unique_ptr<Model>> M = Import(*P->Proto);
   if (!M)
     return M.takeError();
+  if (Error E = bindShapes(Path, **M, Opts))
+    return E;
   if (Opts.InferShapes) {
     Phase.emplace(Opts.Timer, "load: shape inference");
     ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
     if (Stats.Unknown > 0) {
       Phase.emplace(Opts.Timer, "load: ONNX shape inference (fallback)");
-      inferShapesWithOnnx(Path, Proto, Diags);
+      onnx::ModelProto Bound(*P->Proto);
+      if (Error E = applyBindings(Path, Bound, Opts))
+        return E;
+      inferShapesWithOnnx(Path, Bound, Diags);
       Phase.emplace(Opts.Timer, "load: import to IR");
-      auto Again = Import();
+      auto Again = Import(Bound);
       if (!Again)
         return Again.takeError();
       M = std::move(Again);
@@ -504,10 +605,19 @@ ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
       ridge::inferShapes(*(*M)->Main, **M);
     }
   }
-  (*M)->FileBytes = Bytes.size();
-  (*M)->SkippedPayloadBytes = Skipped;
+  (*M)->FileBytes = P->FileBytes;
+  (*M)->SkippedPayloadBytes = P->Skipped;
   reportUnknownShapes(**M, Diags);
   return M;
+}
+
+llvm::Expected<std::unique_ptr<Model>>
+ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
+                 DiagnosticEngine &Diags) {
+  auto Src = ModelSource::open(Path, Opts);
+  if (!Src)
+    return Src.takeError();
+  return (*Src)->load(Opts, Diags);
 }
 
 llvm::Expected<std::pair<std::string, int64_t>>
@@ -539,41 +649,63 @@ ridge::parseInputShape(llvm::StringRef S) {
 }
 
 llvm::Expected<std::unique_ptr<Model>>
-ridge::loadModelAtBatch(llvm::StringRef Path, const LoadOptions &Opts, llvm::StringRef BatchDim,
-                        int64_t Batch, DiagnosticEngine &Diags) {
+ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
+                        llvm::StringRef BatchDim, int64_t Batch, DiagnosticEngine &Diags) {
   LoadOptions LO = Opts;
+  // The batch dim is the plan's to set: a --dim of it would contradict it.
+  std::string Batched = BatchDim.str();
+  if (Batched.empty())
+    for (const ModelSource::Input &In : Src.inputs())
+      if (In.Ranked && !In.Dims.empty()) {
+        Batched = In.Dims[0].Symbol;
+        break;
+      }
+  for (const auto &[Name, N] : Opts.DimBindings)
+    if (!Batched.empty() && Name == Batched)
+      return fileError(Src.path(), formatv("--dim {0}: '{0}' is the batch dimension, which "
+                                           "plan sets itself (--global-batch, --micro-batch)",
+                                           Name));
   if (!BatchDim.empty()) {
     LO.DimBindings.emplace_back(BatchDim.str(), Batch);
-    return loadModel(Path, LO, Diags);
+    return Src.load(LO, Diags);
   }
-  // Look at the inputs as stored (no inference, warnings discarded).
-  LoadOptions Peek = Opts;
-  Peek.InferShapes = false;
-  DiagnosticEngine Quiet;
-  auto M = loadModel(Path, Peek, Quiet);
-  if (!M)
-    return M.takeError();
-  std::vector<const Value *> Inputs;
-  for (const Value *V : (*M)->Main->Inputs)
-    if (!V->isInitializer() && V->Shp && V->Shp->rank() >= 1)
-      Inputs.push_back(V);
+  // The inputs as the file declares them, with the user's own bindings.
+  std::vector<ModelSource::Input> Declared = Src.inputs();
+  for (ModelSource::Input &In : Declared) {
+    for (const auto &[Name, Dims] : Opts.InputShapes)
+      if (Name == In.Name) {
+        In.Ranked = true;
+        In.Dims.clear();
+        for (int64_t D : Dims)
+          In.Dims.push_back(Dim::known(D));
+      }
+    for (Dim &D : In.Dims)
+      for (const auto &[Name, N] : Opts.DimBindings)
+        if (!D.isKnown() && D.Symbol == Name)
+          D = Dim::known(N);
+  }
+  std::vector<const ModelSource::Input *> Inputs;
+  for (const ModelSource::Input &In : Declared)
+    if (In.Ranked && !In.Dims.empty())
+      Inputs.push_back(&In);
   if (Inputs.empty())
-    return fileError(Path, "no graph input has a batch dimension to bind (use --batch-dim)");
-  const Dim &D0 = Inputs.front()->Shp->Dims[0];
+    return fileError(Src.path(), "no graph input has a batch dimension to bind (use --batch-dim)");
+  const Dim &D0 = Inputs.front()->Dims[0];
   if (!D0.isKnown() && !D0.Symbol.empty()) {
     LO.DimBindings.emplace_back(D0.Symbol, Batch);
-    return loadModel(Path, LO, Diags);
+    return Src.load(LO, Diags);
   }
-  for (const Value *V : Inputs) {
+  for (const ModelSource::Input *In : Inputs) {
     std::vector<int64_t> Dims{Batch};
-    for (size_t I = 1; I < V->Shp->rank(); ++I) {
-      if (!V->Shp->Dims[I].isKnown())
-        return fileError(Path, formatv("input '{0}' has unknown dim {1}: bind it with --dim "
-                                       "or name the batch dim with --batch-dim",
-                                       V->Name, I));
-      Dims.push_back(V->Shp->Dims[I].Extent);
+    for (size_t I = 1; I < In->Dims.size(); ++I) {
+      if (!In->Dims[I].isKnown())
+        return fileError(Src.path(),
+                         formatv("input '{0}' has unknown dim {1}: bind it with --dim "
+                                 "or name the batch dim with --batch-dim",
+                                 In->Name, I));
+      Dims.push_back(In->Dims[I].Extent);
     }
-    LO.InputShapes.emplace_back(V->Name, Dims);
+    LO.InputShapes.emplace_back(In->Name, Dims);
   }
-  return loadModel(Path, LO, Diags);
+  return Src.load(LO, Diags);
 }

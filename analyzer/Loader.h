@@ -23,16 +23,50 @@ struct LoadOptions {
   Timing *Timer = nullptr; ///< --timing: phases "read", "parse", ...
 };
 
-/// Loads a binary .onnx, a textual .onnxtxt, or "-" (stdin, either form).
-/// Errors name the file; warnings (missing external data, shapes left
-/// unknown, relaxed shape inference) go to Diags.
+/// A model file read and parsed once (weights skipped, model-local
+/// functions inlined), from which the IR can be built any number of times
+/// with different dim bindings: `ridge plan` needs the graph at two batch
+/// sizes and parses it once. load() reads the parsed protobuf only, so two
+/// threads may load from one source at once.
+class ModelSource {
+public:
+  ~ModelSource();
+  /// Reads and parses a binary .onnx, a textual .onnxtxt, or "-" (stdin,
+  /// either form). Errors name the file. Only Opts.Lean and Opts.Timer are
+  /// read here.
+  static llvm::Expected<std::unique_ptr<ModelSource>> open(llvm::StringRef Path,
+                                                           const LoadOptions &Opts);
+  /// Imports the graph, applies Opts' dim bindings and input shapes, and
+  /// infers shapes. Warnings (missing external data, shapes left unknown,
+  /// relaxed shape inference) go to Diags.
+  llvm::Expected<std::unique_ptr<Model>> load(const LoadOptions &Opts,
+                                              DiagnosticEngine &Diags) const;
+  llvm::StringRef path() const { return Path; }
+
+  /// A graph input as the file declares it (initializers excluded).
+  struct Input {
+    std::string Name;
+    bool Ranked = false;
+    std::vector<Dim> Dims;
+  };
+  const std::vector<Input> &inputs() const { return Inputs; }
+
+private:
+  struct Parsed;
+  ModelSource() = default;
+  std::string Path;
+  std::unique_ptr<Parsed> P;
+  std::vector<Input> Inputs;
+};
+
+/// ModelSource::open then load.
 llvm::Expected<std::unique_ptr<Model>>
 loadModel(llvm::StringRef Path, const LoadOptions &Opts, DiagnosticEngine &Diags);
 
-/// Loads Path with its batch dimension bound to Batch: the symbolic dim
+/// Loads Src with its batch dimension bound to Batch: the symbolic dim
 /// BatchDim if given, else the first graph input's dim 0 when symbolic,
 /// else dim 0 of every graph input is replaced (a fixed-batch export).
-llvm::Expected<std::unique_ptr<Model>> loadModelAtBatch(llvm::StringRef Path,
+llvm::Expected<std::unique_ptr<Model>> loadModelAtBatch(const ModelSource &Src,
                                                         const LoadOptions &Opts,
                                                         llvm::StringRef BatchDim, int64_t Batch,
                                                         DiagnosticEngine &Diags);

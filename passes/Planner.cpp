@@ -195,7 +195,7 @@ public:
   }
 
   llvm::Error prepare(const BatchLoader &Load);
-  PlanResult search();
+  llvm::Expected<PlanResult> search();
 
 private:
   const Config &Cfg;
@@ -1362,10 +1362,15 @@ std::vector<PlanConfig> Planner::enumerate(unsigned N, const PlanOptions &Opts) 
         continue;
       if (Opts.GlobalBatch % D)
         continue;
-      for (int64_t B = 1; B <= Opts.GlobalBatch / D; B *= 2) {
-        if (Opts.MicroBatch && B != *Opts.MicroBatch)
-          continue;
-        if ((Opts.GlobalBatch / D) % B)
+      // Powers of two, or exactly the micro-batch asked for.
+      std::vector<int64_t> Sizes;
+      if (Opts.MicroBatch)
+        Sizes.push_back(*Opts.MicroBatch);
+      else
+        for (int64_t B = 1; B <= Opts.GlobalBatch / D; B *= 2)
+          Sizes.push_back(B);
+      for (int64_t B : Sizes) {
+        if (B > Opts.GlobalBatch / D || (Opts.GlobalBatch / D) % B)
           continue;
         int64_t Mi = Opts.GlobalBatch / D / B;
         for (unsigned V : {1u, 2u, 3u, 4u}) {
@@ -1416,7 +1421,7 @@ bool Planner::bestFor(unsigned N, const PlanOptions &O, PlanEval &Best,
   return Found;
 }
 
-PlanResult Planner::search() {
+llvm::Expected<PlanResult> Planner::search() {
   auto Start = std::chrono::steady_clock::now();
   PlanResult R;
   R.Dev = &Dev;
@@ -1427,6 +1432,11 @@ PlanResult Planner::search() {
   bool Fixed = Opts.TP && Opts.PP && Opts.DP;
   PlanEval Winner;
   bestFor(Opts.Devices, Opts, Winner, &R.Ranked, &Reasons, R.Evaluated);
+  if (R.Evaluated == 0)
+    return usageError(formatv("plan: no configuration of {0} device(s) splits global batch "
+                              "{1} as asked: the data-parallel degree must divide the global "
+                              "batch and the micro-batch size each replica's share",
+                              Opts.Devices, Opts.GlobalBatch));
   std::stable_sort(R.Ranked.begin(), R.Ranked.end(),
                    [](const PlanEval &A, const PlanEval &B) { return A.StepSeconds < B.StepSeconds; });
   if (Fixed && R.Ranked.empty()) {
@@ -1497,6 +1507,13 @@ llvm::Expected<PlanResult> ridge::planParallelism(const BatchLoader &Load, const
     return usageError("plan: --devices must be at least 1");
   if (Opts.GlobalBatch <= 0)
     return usageError("plan: --global-batch N is required");
+  if (Opts.DP && Opts.GlobalBatch % *Opts.DP)
+    return usageError(formatv("plan: --dp {0} does not divide --global-batch {1}", *Opts.DP,
+                              Opts.GlobalBatch));
+  if (Opts.DP && Opts.MicroBatch && (Opts.GlobalBatch / *Opts.DP) % *Opts.MicroBatch)
+    return usageError(formatv("plan: --micro-batch {0} does not divide the {1} samples of "
+                              "each of the {2} data-parallel replicas",
+                              *Opts.MicroBatch, Opts.GlobalBatch / *Opts.DP, *Opts.DP));
   if (Opts.Devices > 1 && !Cfg.Dev->IntraNode.present() && !Cfg.Dev->InterNode.present())
     return usageError(formatv("plan: device {0} describes no links between devices; "
                               "cannot plan {1} devices",

@@ -406,8 +406,11 @@ int main(int argc, char **argv) {
       return fail(usageError("plan: fix a configuration with all of --tp, --pp and --dp"));
     if (PlanTP && uint64_t(PlanTP) * PlanPP * PlanDP != PlanDevices)
       return fail(usageError("plan: --tp x --pp x --dp must equal --devices"));
+    auto Src = ModelSource::open(ModelPath, LO);
+    if (!Src)
+      return fail(Src.takeError());
     auto Load = [&](int64_t Batch) {
-      return loadModelAtBatch(ModelPath, LO, PlanBatchDim, Batch, Diags);
+      return loadModelAtBatch(**Src, LO, PlanBatchDim, Batch, Diags);
     };
     auto R = planParallelism(Load, C, PO, Diags);
     Diags.flush(llvm::errs());
