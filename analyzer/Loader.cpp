@@ -18,6 +18,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 #include <map>
+#include <mutex>
 #include <set>
 #include <cerrno>
 #include <cstring>
@@ -249,6 +250,11 @@ void inferShapesInProcess(llvm::StringRef File, onnx::ModelProto &Proto,
 /// inferred model and its warnings; if it dies or hangs, ridge warns and
 /// keeps the shapes it has.
 void inferShapesWithOnnx(llvm::StringRef File, onnx::ModelProto &Proto, DiagnosticEngine &Diags) {
+  // ridge plan loads on two threads: one fork at a time, and ONNX's schema
+  // registry built here, so that no child inherits it half-built.
+  static std::mutex OneAtATime;
+  std::lock_guard<std::mutex> Lock(OneAtATime);
+  (void)onnx::OpSchemaRegistry::Instance();
   int Pipe[2];
   if (pipe(Pipe) != 0) {
     inferShapesInProcess(File, Proto, Diags);

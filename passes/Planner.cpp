@@ -330,16 +330,6 @@ std::vector<double> liveBytes(const Graph &G, std::optional<double> FloatBytes) 
 }
 
 llvm::Error Planner::prepare(const BatchLoader &Load) {
-  auto L1 = Load(1);
-  if (!L1)
-    return L1.takeError();
-  auto L2 = Load(2);
-  if (!L2)
-    return L2.takeError();
-  M1 = std::move(*L1);
-  M2 = std::move(*L2);
-  if (M1->Main->Nodes.size() != M2->Main->Nodes.size())
-    return fileError(M1->Path, "the graph changes with the batch size; cannot plan it");
   std::optional<double> FloatBytes;
   if (Cfg.ComputeDType)
     FloatBytes = dtypeBytes(*Cfg.ComputeDType);
@@ -347,32 +337,70 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   Mixed = WBytes < 4;
   K = Opts.DevicesPerNode ? Opts.DevicesPerNode : std::max(1u, Dev.DevicesPerNode);
 
-  // Costs at micro-batch 1 and 2.
-  std::vector<PhaseCost> F[2], B[2];
-  std::vector<double> S[2], SS[2], Ck[2];
-  std::vector<double> Live[2];
-  const CostResult *Costs[2];
-  CostResult C2;
-  RecomputePlan Full1, Sel1;
-  for (int I = 0; I < 2; ++I) {
-    if (I == 1)
-      propagateAhead();
-    Model &M = I == 0 ? *M1 : *M2;
-    AnalysisManager AM(M, Cfg, Diags);
+  // The graph and its costs at micro-batch 1 and 2 (every plan quantity is
+  // affine in the micro-batch: fitted from the two).
+  struct Side {
+    std::unique_ptr<Model> M;
+    CostResult C;
+    RecomputePlan Full, Sel;
+    std::vector<PhaseCost> F, B;
+    std::vector<double> S, SS, Ck, Live;
+  } Sides[2];
+  auto Run = [&](int I, DiagnosticEngine &D, bool Timed) -> llvm::Error {
+    Side &X = Sides[I];
+    auto L = Load(I + 1, D, Timed);
+    if (!L)
+      return L.takeError();
+    X.M = std::move(*L);
+    AnalysisManager AM(*X.M, Cfg, D);
     auto C = AM.getResult<CostAnalysis>();
     if (!C)
       return C.takeError();
-    (I == 0 ? C1 : C2) = *C;
-    Costs[I] = I == 0 ? &C1 : &C2;
-    RecomputePlan Full = planRecompute(M, *Costs[I], Config::Recompute::Full, FloatBytes);
-    RecomputePlan Sel = planRecompute(M, *Costs[I], Config::Recompute::Selective, FloatBytes);
-    collect(M, *Costs[I], Full, Sel, FloatBytes, F[I], B[I], S[I], SS[I], Ck[I]);
-    Live[I] = liveBytes(*M.Main, FloatBytes);
-    if (I == 0) {
-      Full1 = std::move(Full);
-      Sel1 = std::move(Sel);
-    }
+    X.C = *C;
+    X.Full = planRecompute(*X.M, X.C, Config::Recompute::Full, FloatBytes);
+    X.Sel = planRecompute(*X.M, X.C, Config::Recompute::Selective, FloatBytes);
+    collect(*X.M, X.C, X.Full, X.Sel, FloatBytes, X.F, X.B, X.S, X.SS, X.Ck);
+    X.Live = liveBytes(*X.M->Main, FloatBytes);
+    return llvm::Error::success();
+  };
+  // Micro-batch 2 on a second thread while micro-batch 1 loads here: the
+  // two read only the parsed file. Its warnings repeat micro-batch 1's;
+  // they are merged after (each said once).
+  DiagnosticEngine Diags2;
+  std::optional<llvm::Error> E2;
+  std::thread Second;
+  try {
+    Second = std::thread([&] { E2.emplace(Run(1, Diags2, false)); });
+  } catch (const std::system_error &) {
   }
+  llvm::Error E1 = Run(0, Diags, true);
+  if (!E1) {
+    M1 = std::move(Sides[0].M);
+    C1 = Sides[0].C;
+    propagateAhead(); // reads M1 and C1 only
+  }
+  if (Second.joinable())
+    Second.join();
+  else
+    E2.emplace(Run(1, Diags2, false));
+  for (const std::string &W : Diags2.warnings())
+    Diags.warn("", W);
+  if (E1) {
+    llvm::consumeError(std::move(*E2));
+    return E1;
+  }
+  if (*E2)
+    return std::move(*E2);
+  M2 = std::move(Sides[1].M);
+  if (M1->Main->Nodes.size() != M2->Main->Nodes.size())
+    return fileError(M1->Path, "the graph changes with the batch size; cannot plan it");
+  std::vector<PhaseCost> F[2] = {std::move(Sides[0].F), std::move(Sides[1].F)};
+  std::vector<PhaseCost> B[2] = {std::move(Sides[0].B), std::move(Sides[1].B)};
+  std::vector<double> S[2] = {std::move(Sides[0].S), std::move(Sides[1].S)};
+  std::vector<double> SS[2] = {std::move(Sides[0].SS), std::move(Sides[1].SS)};
+  std::vector<double> Ck[2] = {std::move(Sides[0].Ck), std::move(Sides[1].Ck)};
+  std::vector<double> Live[2] = {std::move(Sides[0].Live), std::move(Sides[1].Live)};
+  RecomputePlan Full1 = std::move(Sides[0].Full), Sel1 = std::move(Sides[0].Sel);
   if (C1.UnmodeledNodes)
     Diags.warn(M1->Path, formatv("{0} node(s) cannot be costed and are left out of the "
                                  "plan (see ridge analyze)",
@@ -1493,6 +1521,9 @@ llvm::Expected<PlanResult> Planner::search() {
   }
   R.SearchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
+  // Still read by a propagation the worker may be running: moved, not freed.
+  R.Models.push_back(std::move(M1));
+  R.Models.push_back(std::move(M2));
   return R;
 }
 

@@ -211,6 +211,24 @@ static int fail(llvm::Error E) {
   return 1;
 }
 
+/// Flushes the output and ends the run. Freeing a 100k-node model and its
+/// analyses one object at a time takes longer than analyzing it, and the
+/// process is about to end (clang's -disable-free does the same); --timing's
+/// report prints at teardown, so then the run returns normally.
+static int finish(llvm::raw_fd_ostream &Out, int RC) {
+  Out.flush();
+  if (Out.has_error()) {
+    Out.clear_error();
+    return fail(fileError(OutputPath, "write failed"));
+  }
+  if (!TimePasses) {
+    llvm::outs().flush();
+    llvm::errs().flush();
+    std::_Exit(RC);
+  }
+  return RC;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM X(argc, argv);
   cl::SetVersionPrinter([](llvm::raw_ostream &OS) {
@@ -409,8 +427,10 @@ int main(int argc, char **argv) {
     auto Src = ModelSource::open(ModelPath, LO);
     if (!Src)
       return fail(Src.takeError());
-    auto Load = [&](int64_t Batch) {
-      return loadModelAtBatch(**Src, LO, PlanBatchDim, Batch, Diags);
+    auto Load = [&](int64_t Batch, DiagnosticEngine &D, bool Timed) {
+      LoadOptions Mine = LO;
+      Mine.Timer = Timed ? &Timer : nullptr;
+      return loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D);
     };
     auto R = planParallelism(Load, C, PO, Diags);
     Diags.flush(llvm::errs());
@@ -423,7 +443,7 @@ int main(int argc, char **argv) {
     if (TimePasses)
       llvm::errs() << llvm::formatv("plan: searched {0} configurations in {1:F3} s\n",
                                     R->Evaluated, R->SearchSeconds);
-    return 0;
+    return finish(Out, 0);
   }
 
   auto M = loadModel(ModelPath, LO, Diags);
@@ -435,18 +455,5 @@ int main(int argc, char **argv) {
   if (llvm::Error E = PM.run(**M, *AM))
     RC = fail(std::move(E));
   Diags.flush(llvm::errs());
-  Out.flush();
-  if (Out.has_error()) {
-    Out.clear_error();
-    return fail(fileError(OutputPath, "write failed"));
-  }
-  // Freeing a 100k-node model and its analyses one object at a time takes
-  // longer than analyzing it; the process is about to end (clang's
-  // -disable-free does the same). --timing's report prints at teardown.
-  if (!TimePasses) {
-    llvm::outs().flush();
-    llvm::errs().flush();
-    std::_Exit(RC);
-  }
-  return RC;
+  return finish(Out, RC);
 }
