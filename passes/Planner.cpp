@@ -224,11 +224,6 @@ private:
   std::vector<Affine> SavedAff, SelAff, CkAff;
   std::vector<Affine> CkAtCut; ///< CkAff where a checkpoint is taken, else 0
   std::vector<size_t> CutPos;           ///< positions with CutBefore, ascending
-  // Per class and split (slot 2c + split): times and FLOP terms of the
-  // current group, computed on first use.
-  std::vector<double> SlotTF, SlotTB, SlotMF, SlotMM0, SlotMM1;
-  std::vector<uint8_t> SlotDone;
-  std::vector<uint32_t> SlotOf; ///< per position: 2 class + split, of the current group
   IntegralTerms SavedInt, SelInt, CkInt;
   // Trainable parameters in order of position: owner, value, elements.
   std::vector<uint32_t> ParamPos;
@@ -238,17 +233,27 @@ private:
   std::vector<CollectiveCost> CollCosts; ///< distinct collectives
   std::map<std::tuple<unsigned, uint64_t, uint64_t>, uint32_t> CollCostIds; ///< by kind and bytes
   llvm::DenseMap<std::pair<const Value *, unsigned>, uint32_t> CollCostOf; ///< by tensor and kind
-  std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
-  Group G;
+  /// What evaluating a configuration writes: one per search thread.
+  struct Workspace {
+    Group G; ///< the current group
+    // Per class and split (slot 2c + split): times and FLOP terms of the
+    // current group, computed on first use.
+    std::vector<double> SlotTF, SlotTB, SlotMF, SlotMM0, SlotMM1;
+    std::vector<uint8_t> SlotDone;
+    std::vector<uint32_t> SlotOf; ///< per position: 2 class + split
+    std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
+  };
+  Workspace Work[2];
   /// Sharding propagations computed ahead on Worker, by (t, sp).
   std::map<std::pair<unsigned, bool>, std::future<ShardingResult>> Ahead;
   std::thread Worker;
 
   void propagateAhead();
   const TPPlan &tpPlan(unsigned T, bool SP);
-  Group &group(int64_t B, unsigned T, bool SP);
+  Group &group(Workspace &W, int64_t B, unsigned T, bool SP);
   const StageAgg &stageAgg(Group &G, Config::Recompute Rc, unsigned P, unsigned V);
-  PlanEval evaluate(const PlanConfig &PC, unsigned N);
+  PlanEval evaluate(Workspace &W, const PlanConfig &PC, unsigned N);
+  PlanEval evaluate(const PlanConfig &PC, unsigned N) { return evaluate(Work[0], PC, N); }
   std::vector<PlanEval> evaluateAll(const std::vector<PlanConfig> &Cs, unsigned N);
   std::vector<PlanConfig> enumerate(unsigned N, const PlanOptions &O) const;
   bool bestFor(unsigned N, const PlanOptions &O, PlanEval &Best, std::vector<PlanEval> *All,
@@ -352,17 +357,21 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     if (!L)
       return L.takeError();
     X.M = std::move(*L);
-    AnalysisManager AM(*X.M, Cfg, D);
+    Timing *T = Timed ? Opts.Timer : nullptr;
+    AnalysisManager AM(*X.M, Cfg, D, T);
     auto C = AM.getResult<CostAnalysis>();
     if (!C)
       return C.takeError();
     X.C = *C;
+    Timing::Scope Phase(T, "plan: recomputation and per-position sums");
     X.Full = planRecompute(*X.M, X.C, Config::Recompute::Full, FloatBytes);
     X.Sel = planRecompute(*X.M, X.C, Config::Recompute::Selective, FloatBytes);
     collect(*X.M, X.C, X.Full, X.Sel, FloatBytes, X.F, X.B, X.S, X.SS, X.Ck);
     X.Live = liveBytes(*X.M->Main, FloatBytes);
     return llvm::Error::success();
   };
+  std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer,
+                                     "plan: load and cost at micro-batch 1 and 2");
   // Micro-batch 2 on a second thread while micro-batch 1 loads here: the
   // two read only the parsed file. Its warnings repeat micro-batch 1's;
   // they are merged after (each said once).
@@ -392,6 +401,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   if (*E2)
     return std::move(*E2);
   M2 = std::move(Sides[1].M);
+  Phase.emplace(Opts.Timer, "plan: prepare the search");
   if (M1->Main->Nodes.size() != M2->Main->Nodes.size())
     return fileError(M1->Path, "the graph changes with the batch size; cannot plan it");
   std::vector<PhaseCost> F[2] = {std::move(Sides[0].F), std::move(Sides[1].F)};
@@ -617,6 +627,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   if (It != TPPlans.end())
     return It->second;
   TPPlan &TP = TPPlans[Key];
+  Timing::Scope Phase(Opts.Timer, "plan: sharding propagation (waited for)");
   auto Pending = Ahead.find(Key);
   if (Pending != Ahead.end()) {
     TP.Sharding = Pending->second.get();
@@ -806,7 +817,12 @@ std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
   return Ends;
 }
 
-Group &Planner::group(int64_t B, unsigned T, bool SP) {
+Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
+  Group &G = W.G;
+  auto &SlotTF = W.SlotTF, &SlotTB = W.SlotTB, &SlotMF = W.SlotMF, &SlotMM0 = W.SlotMM0,
+       &SlotMM1 = W.SlotMM1, &CollSeconds = W.CollSeconds;
+  auto &SlotDone = W.SlotDone;
+  auto &SlotOf = W.SlotOf;
   if (G.Valid && G.B == B && G.T == T && G.SP == SP)
     return G;
   const TPPlan &TP = tpPlan(T, SP);
@@ -1242,10 +1258,10 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   return A;
 }
 
-PlanEval Planner::evaluate(const PlanConfig &PC, unsigned N) {
+PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   PlanEval E;
   E.C = PC;
-  Group &Gr = group(PC.MicroBatch, PC.T, PC.SP);
+  Group &Gr = group(W, PC.MicroBatch, PC.T, PC.SP);
   const StageAgg &A = stageAgg(Gr, PC.Recomp, PC.P, PC.V);
   double Mb = double(PC.MicroBatch);
   bool TPInter = crossesNodes(1, PC.T);
@@ -1360,8 +1376,31 @@ std::vector<PlanEval> Planner::evaluateAll(const std::vector<PlanConfig> &Cs, un
   std::stable_sort(Order.begin(), Order.end(),
                    [&](size_t A, size_t B) { return Key(Cs[A]) < Key(Cs[B]); });
   std::vector<PlanEval> Out(Cs.size());
-  for (size_t I : Order)
-    Out[I] = evaluate(Cs[I], N);
+  // Two threads, each with its own workspace, over the two halves of the
+  // order cut where a group (t, sp, micro-batch) starts. What they share is
+  // read only: the tensor-parallel plans are made first.
+  size_t Cut = Order.size() / 2;
+  auto GroupOf = [&](size_t I) {
+    return std::make_tuple(Cs[I].T, Cs[I].SP, Cs[I].MicroBatch);
+  };
+  while (Cut > 0 && Cut < Order.size() && GroupOf(Order[Cut]) == GroupOf(Order[Cut - 1]))
+    ++Cut;
+  auto Run = [&](Workspace &W, size_t From, size_t To) {
+    for (size_t K = From; K < To; ++K)
+      Out[Order[K]] = evaluate(W, Cs[Order[K]], N);
+  };
+  std::thread Second;
+  if (Cut > 0 && Cut < Order.size() && Order.size() >= 64) {
+    for (const PlanConfig &C : Cs)
+      (void)tpPlan(C.T, C.SP);
+    try {
+      Second = std::thread(Run, std::ref(Work[1]), Cut, Order.size());
+    } catch (const std::system_error &) {
+    }
+  }
+  Run(Work[0], 0, Second.joinable() ? Cut : Order.size());
+  if (Second.joinable())
+    Second.join();
   return Out;
 }
 
@@ -1450,6 +1489,7 @@ bool Planner::bestFor(unsigned N, const PlanOptions &O, PlanEval &Best,
 }
 
 llvm::Expected<PlanResult> Planner::search() {
+  Timing::Scope Phase(Opts.Timer, "plan: search");
   auto Start = std::chrono::steady_clock::now();
   PlanResult R;
   R.Dev = &Dev;

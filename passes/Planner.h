@@ -27,6 +27,7 @@
 #include "analyzer/Device.h"
 #include "analyzer/Diagnostics.h"
 #include "analyzer/IR.h"
+#include "analyzer/Timing.h"
 #include "passes/Sharding.h"
 #include <functional>
 #include <memory>
@@ -55,6 +56,7 @@ struct PlanOptions {
   bool Scaling = false;         ///< also a scaling curve over 1..N devices
   std::string ScalingSvg;       ///< and write it as SVG
   std::string Emit;             ///< megatron | deepspeed | torch
+  Timing *Timer = nullptr;      ///< --timing: the plan's phases
 };
 
 struct PlanConfig {

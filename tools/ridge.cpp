@@ -414,6 +414,7 @@ int main(int argc, char **argv) {
     PO.MaxTP = PlanMaxTP;
     PO.OverlapSlowdown = PlanSlowdown;
     PO.OverlapGradReduce = PlanOverlapGrad;
+    PO.Timer = &Timer;
     PO.Top = PlanTop;
     PO.Scaling = PlanScaling || !PlanScalingSvg.empty();
     PO.ScalingSvg = PlanScalingSvg;
