@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "analyzer/LeanReader.h"
+#include <algorithm>
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace ridge;
@@ -213,6 +214,10 @@ private:
 Error ridge::leanFilterModel(llvm::StringRef Bytes, std::string &Out,
                              LeanReadStats &Stats, const LeanReadOptions &Opts) {
   Out.clear();
+  // The structure is at most the file: reserving it (pages are only touched
+  // as they are written) saves the copies of a doubling string. Capped at
+  // protobuf's 2 GiB limit, past which the caller refuses the model anyway.
+  Out.reserve(std::min<size_t>(Bytes.size(), (size_t(1) << 31)));
   Filter F(Bytes, Stats, Opts);
   const auto *P = reinterpret_cast<const uint8_t *>(Bytes.data());
   return F.run(Msg::Model, P, P + Bytes.size(), Out, 0);
