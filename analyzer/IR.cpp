@@ -102,8 +102,7 @@ std::pair<Value *, bool> Graph::tryAddValue(llvm::StringRef N, ValueKind K) {
   auto [It, Added] = ByName.try_emplace(N, nullptr);
   if (!Added)
     return {It->second, false};
-  Values.emplace_back();
-  Value *V = &Values.back();
+  Value *V = &Values.add();
   V->Name = N.str();
   V->Kind = K;
   It->second = V;

@@ -13,8 +13,9 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/iterator.h"
+#include "llvm/Support/Allocator.h"
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -150,13 +151,33 @@ public:
   }
 };
 
+/// A graph's values, with stable addresses, allocated from slabs (a
+/// std::deque allocates values this size one by one). Iterates as Value &.
+class ValueList {
+public:
+  Value &add() {
+    Value *V = new (Alloc.Allocate()) Value();
+    Ptrs.push_back(V);
+    return *V;
+  }
+  using iterator = llvm::pointee_iterator<std::vector<Value *>::const_iterator>;
+  iterator begin() const { return iterator(Ptrs.begin()); }
+  iterator end() const { return iterator(Ptrs.end()); }
+  size_t size() const { return Ptrs.size(); }
+  void reserve(size_t N) { Ptrs.reserve(N); }
+
+private:
+  llvm::SpecificBumpPtrAllocator<Value> Alloc;
+  std::vector<Value *> Ptrs;
+};
+
 /// A graph: the model's main graph, a subgraph or a function body.
 class Graph {
 public:
   std::string Name;
   Graph *Parent = nullptr; ///< enclosing graph for subgraphs
   Node *ParentNode = nullptr;
-  std::deque<Value> Values; ///< stable addresses
+  ValueList Values;
   std::vector<std::unique_ptr<Node>> Nodes; ///< topological order
   llvm::SmallVector<Value *, 4> Inputs;
   llvm::SmallVector<Value *, 4> Outputs;
@@ -176,8 +197,10 @@ public:
   std::pair<Value *, bool> tryAddValue(llvm::StringRef N, ValueKind K);
   /// Sizes the name index for about N values (import of a large graph).
   void reserveValues(size_t N) {
-    if (ByName.empty() && N > 16)
+    if (ByName.empty() && N > 16) {
       ByName = llvm::StringMap<Value *>(unsigned(std::min<size_t>(N, size_t(1) << 28)));
+      Values.reserve(std::min<size_t>(N, size_t(1) << 28));
+    }
   }
   /// Calls F on every node here and in nested subgraphs, parents first.
   template <typename Fn> void walk(Fn &&F) const {
