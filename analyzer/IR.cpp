@@ -1,6 +1,8 @@
 //===- IR.cpp - ridge's graph IR ------------------------------------------===//
 #include "analyzer/IR.h"
+#include "llvm/Support/StringSaver.h"
 #include "llvm/Support/raw_ostream.h"
+#include <mutex>
 
 using namespace ridge;
 
@@ -94,6 +96,16 @@ Value *Graph::lookup(llvm::StringRef N) const {
     if (Value *V = G->lookupLocal(N))
       return V;
   return nullptr;
+}
+
+llvm::StringRef ridge::internSymbol(llvm::StringRef S) {
+  if (S.empty())
+    return {};
+  static std::mutex Lock;
+  static llvm::BumpPtrAllocator Storage;
+  static llvm::UniqueStringSaver Saver(Storage);
+  std::lock_guard<std::mutex> Hold(Lock);
+  return Saver.save(S);
 }
 
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }

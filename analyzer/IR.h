@@ -27,13 +27,17 @@ namespace ridge {
 class Graph;
 class Node;
 
+/// The one copy of symbol S for the whole run (thread-safe; never freed):
+/// a dim's symbol is a pointer and a length, however many shapes carry it.
+llvm::StringRef internSymbol(llvm::StringRef S);
+
 /// One dimension: a known extent, a named symbol (dim_param), or unknown.
 struct Dim {
-  int64_t Extent = -1;  ///< >= 0 when known
-  std::string Symbol;   ///< dim_param when not known; may be empty
+  int64_t Extent = -1;    ///< >= 0 when known
+  llvm::StringRef Symbol; ///< dim_param when not known (interned); may be empty
 
   static Dim known(int64_t N) { return Dim{N, {}}; }
-  static Dim symbolic(llvm::StringRef S) { return Dim{-1, S.str()}; }
+  static Dim symbolic(llvm::StringRef S) { return Dim{-1, internSymbol(S)}; }
   bool isKnown() const { return Extent >= 0; }
   bool operator==(const Dim &O) const {
     return Extent == O.Extent && Symbol == O.Symbol;

@@ -211,7 +211,7 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
         if (V->Shp)
           for (const Dim &D : V->Shp->Dims)
             if (!D.isKnown() && !D.Symbol.empty())
-              Symbols.insert(D.Symbol);
+              Symbols.insert(D.Symbol.str());
       std::string List;
       for (const auto &S : Symbols)
         List += (List.empty() ? "" : ", ") + S;
@@ -481,7 +481,7 @@ void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
       if (V->Shp)
         for (const Dim &D : V->Shp->Dims)
           if (!D.isKnown() && !D.Symbol.empty())
-            Symbols.insert(D.Symbol);
+            Symbols.insert(D.Symbol.str());
       if (Items.size() < 8)
         Items.push_back(formatv("'{0}' ({1} output, {2})", V->Name, N.OpType,
                                 V->Shp ? "dims " + V->Shp->str() : "rank unknown")
