@@ -159,7 +159,8 @@ private:
 
   Error err(const llvm::Twine &Msg) { return fileError(File, Msg); }
 
-  Error importTensorMeta(const onnx::TensorProto &T, llvm::StringRef What,
+  /// What names the tensor in errors (a Twine: built only for an error).
+  Error importTensorMeta(const onnx::TensorProto &T, const llvm::Twine &What,
                          DType &Elem, llvm::SmallVectorImpl<int64_t> &Dims);
   Error importType(const onnx::TypeProto &T, Value &V);
   Error importInitializer(const onnx::TensorProto &T, Graph &G,
@@ -171,15 +172,15 @@ private:
 };
 
 Error Importer::importTensorMeta(const onnx::TensorProto &T,
-                                 llvm::StringRef What, DType &Elem,
+                                 const llvm::Twine &What, DType &Elem,
                                  llvm::SmallVectorImpl<int64_t> &Dims) {
   auto D = dtypeFromOnnx(T.data_type());
   if (!D || *D == DType::Undefined)
-    return err(formatv("{0} has unknown element type {1}", What, T.data_type()));
+    return err(formatv("{0} has unknown element type {1}", What.str(), T.data_type()));
   Elem = *D;
   for (int I = 0; I < T.dims_size(); ++I) {
     if (T.dims(I) < 0)
-      return err(formatv("{0} has negative dim {1} at axis {2}", What,
+      return err(formatv("{0} has negative dim {1} at axis {2}", What.str(),
                          T.dims(I), I));
     Dims.push_back(T.dims(I));
   }
@@ -276,11 +277,11 @@ Error Importer::importInitializer(
     const llvm::SmallVectorImpl<int64_t> *SparseDims) {
   if (T.name().empty())
     return err("an initializer has no name");
-  if (G.lookupLocal(T.name()))
+  auto [V, Added] = G.tryAddValue(T.name(), ValueKind::Initializer);
+  if (!Added)
     return err(formatv("initializer '{0}' is defined twice", T.name()));
-  Value *V = G.addValue(T.name(), ValueKind::Initializer);
   llvm::SmallVector<int64_t, 4> Dims;
-  if (Error E = importTensorMeta(T, formatv("initializer '{0}'", T.name()).str(),
+  if (Error E = importTensorMeta(T, "initializer '" + llvm::Twine(T.name()) + "'",
                                  V->Elem, Dims))
     return E;
   if (SparseDims)
@@ -356,7 +357,7 @@ Error Importer::importAttribute(const onnx::AttributeProto &AP, Node &N,
   case K::Strings: A.Strings.assign(AP.strings().begin(), AP.strings().end()); break;
   case K::Tensor: {
     if (Error E = importTensorMeta(
-            AP.t(), formatv("attribute '{0}' of node '{1}'", A.Name, N.Name).str(),
+            AP.t(), "attribute '" + llvm::Twine(A.Name) + "' of node '" + N.Name + "'",
             A.TensorElem, A.TensorDims))
       return E;
     // Small payloads (a Constant's shape vector or scale) feed shape rules.

@@ -338,6 +338,7 @@ void CostWalker::finish() {
 
 llvm::Expected<CostResult> CostAnalysis::run(Model &M, AnalysisManager &AM) {
   CostResult R;
+  R.Nodes.reserve(M.Main->numNodesRecursive());
   CostWalker W(M, AM.config(), R);
   W.markTrainable(*M.Main);
   W.markConstants(*M.Main);

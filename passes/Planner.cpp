@@ -362,7 +362,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     auto C = AM.getResult<CostAnalysis>();
     if (!C)
       return C.takeError();
-    X.C = *C;
+    X.C = std::move(*C); // the manager ends with this scope
     Timing::Scope Phase(T, "plan: recomputation and per-position sums");
     X.Full = planRecompute(*X.M, X.C, Config::Recompute::Full, FloatBytes);
     X.Sel = planRecompute(*X.M, X.C, Config::Recompute::Selective, FloatBytes);
@@ -385,7 +385,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   llvm::Error E1 = Run(0, Diags, true);
   if (!E1) {
     M1 = std::move(Sides[0].M);
-    C1 = Sides[0].C;
+    C1 = std::move(Sides[0].C);
     propagateAhead(); // reads M1 and C1 only
   }
   if (Second.joinable())
