@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <future>
 #include <limits>
 #include <map>
@@ -604,17 +605,45 @@ void Planner::propagateAhead() {
       Add(N, std::nullopt);
   if (Keys.empty())
     return;
-  std::vector<std::packaged_task<ShardingResult()>> Tasks;
-  for (auto [T, SP] : Keys) {
-    Tasks.emplace_back([this, T = T, SP = SP] {
-      return propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
-    });
-    Ahead[{T, SP}] = Tasks.back().get_future();
+  // Largest degree first: a result whose every split divided holds for
+  // the divisors of its degree too (ShardingResult::AllDivisible), and is
+  // copied instead of propagated again.
+  struct Job {
+    unsigned T;
+    bool SP;
+    std::promise<ShardingResult> Result;
+  };
+  std::vector<Job> Jobs;
+  for (auto It = Keys.rbegin(); It != Keys.rend(); ++It) {
+    Jobs.push_back({It->first, It->second, {}});
+    Ahead[*It] = Jobs.back().Result.get_future();
   }
   try {
-    Worker = std::thread([Tasks = std::move(Tasks)]() mutable {
-      for (auto &Task : Tasks)
-        Task();
+    Worker = std::thread([this, Jobs = std::move(Jobs)]() mutable {
+      std::vector<std::pair<unsigned, const ShardingResult *>> Reusable[2];
+      std::deque<ShardingResult> Kept;
+      for (Job &J : Jobs) {
+        try {
+          ShardingResult R;
+          const ShardingResult *From = nullptr;
+          for (auto &[T, Res] : Reusable[J.SP])
+            if (T % J.T == 0)
+              From = Res;
+          if (From) {
+            R = *From;
+            R.Degree = J.T;
+          } else {
+            R = propagateSharding(*M1->Main, J.T, J.SP, C1.NeedsGrad);
+            if (R.AllDivisible) {
+              Kept.push_back(R);
+              Reusable[J.SP].push_back({J.T, &Kept.back()});
+            }
+          }
+          J.Result.set_value(std::move(R));
+        } catch (...) {
+          J.Result.set_exception(std::current_exception());
+        }
+      }
     });
   } catch (const std::system_error &) {
     Ahead.clear(); // no thread: propagate when asked
@@ -627,14 +656,17 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   if (It != TPPlans.end())
     return It->second;
   TPPlan &TP = TPPlans[Key];
-  Timing::Scope Phase(Opts.Timer, "plan: sharding propagation (waited for)");
-  auto Pending = Ahead.find(Key);
-  if (Pending != Ahead.end()) {
-    TP.Sharding = Pending->second.get();
-    Ahead.erase(Pending);
-  } else {
-    TP.Sharding = propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
+  {
+    Timing::Scope Phase(Opts.Timer, "plan: sharding propagation (waited for)");
+    auto Pending = Ahead.find(Key);
+    if (Pending != Ahead.end()) {
+      TP.Sharding = Pending->second.get();
+      Ahead.erase(Pending);
+    } else {
+      TP.Sharding = propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
+    }
   }
+  Timing::Scope Phase(Opts.Timer, "plan: tensor-parallel plans");
   TP.Split = TP.Sharding.Split;
   TP.SplitParams.assign(Pos.size(), 0);
   // Each position's parameters in order, as Pos[P].ParamValues lists them.

@@ -47,7 +47,9 @@ private:
   }
   bool divisible(const Value *V, int D) const {
     int64_t E = dimOf(V, D);
-    return E > 0 && E % T == 0;
+    bool Yes = E > 0 && E % T == 0;
+    R.AllDivisible &= Yes;
+    return Yes;
   }
   void collective(CollectiveKind K, bool Bwd, const Value *V, const Node &At) {
     if (Bwd && !NeedsGrad.count(V))

@@ -52,6 +52,10 @@ struct ShardingResult {
   llvm::DenseMap<const Value *, ShardState> States;
   /// Trainable parameters whose tensor is split across the group.
   llvm::DenseSet<const Value *> SplitParams;
+  /// Every dim the propagation asked to split divided by the degree. The
+  /// degree enters only there, so the result then holds for every divisor
+  /// of the degree as well (with Degree changed).
+  bool AllDivisible = true;
 };
 
 /// Propagates shardings over G's main graph for degree t. NeedsGrad tells
