@@ -631,6 +631,7 @@ void Planner::propagateAhead() {
               From = Res;
           if (From) {
             R = *From;
+            R.ReusedFrom = R.Degree;
             R.Degree = J.T;
           } else {
             R = propagateSharding(*M1->Main, J.T, J.SP, C1.NeedsGrad);
@@ -665,6 +666,22 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     } else {
       TP.Sharding = propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
     }
+  }
+  // A reused propagation gives the same plan as its source: positions,
+  // parameters and collectives do not depend on the degree.
+  if (unsigned From = TP.Sharding.ReusedFrom) {
+    const TPPlan &Src = tpPlan(From, SP);
+    TP.Split = Src.Split;
+    TP.SplitU8 = Src.SplitU8;
+    TP.CollPos = Src.CollPos;
+    TP.CollCost = Src.CollCost;
+    TP.UsedCosts = Src.UsedCosts;
+    TP.CollFwd = Src.CollFwd;
+    TP.SplitParams = Src.SplitParams;
+    TP.PreOwn = Src.PreOwn;
+    TP.PreSplit = Src.PreSplit;
+    TP.ParamsExact = Src.ParamsExact;
+    return TP;
   }
   Timing::Scope Phase(Opts.Timer, "plan: tensor-parallel plans");
   TP.Split = TP.Sharding.Split;

@@ -56,6 +56,8 @@ struct ShardingResult {
   /// degree enters only there, so the result then holds for every divisor
   /// of the degree as well (with Degree changed).
   bool AllDivisible = true;
+  /// Copied from the result at this degree (0: propagated).
+  unsigned ReusedFrom = 0;
 };
 
 /// Propagates shardings over G's main graph for degree t. NeedsGrad tells
