@@ -551,14 +551,19 @@ llvm::Expected<std::unique_ptr<ModelSource>> ModelSource::open(llvm::StringRef P
   llvm::sys::path::remove_filename(Dir);
   P.Dir = Dir.empty() ? "." : Dir.str().str();
 
-  // The inputs as declared, for binding a batch dim without importing.
-  std::set<std::string> Inits;
+  // The inputs as declared, for binding a batch dim without importing
+  // (old exporters list initializers among the inputs: those are left out).
+  llvm::StringSet<> Inits, Names;
+  for (const auto &VI : Proto.graph().input())
+    Names.insert(VI.name());
   for (const auto &T : Proto.graph().initializer())
-    Inits.insert(T.name());
+    if (Names.contains(T.name()))
+      Inits.insert(T.name());
   for (const auto &T : Proto.graph().sparse_initializer())
-    Inits.insert(T.values().name());
+    if (Names.contains(T.values().name()))
+      Inits.insert(T.values().name());
   for (const auto &VI : Proto.graph().input()) {
-    if (Inits.count(VI.name()))
+    if (Inits.contains(VI.name()))
       continue;
     Input In;
     In.Name = VI.name();
