@@ -102,43 +102,27 @@ void setDims(onnx::TensorShapeProto &S,
     }
 }
 
-void collectSymbols(const onnx::GraphProto &G, std::set<std::string> &Out) {
-  for (const auto &VI : G.input())
-    if (VI.type().has_tensor_type())
-      for (const auto &D : VI.type().tensor_type().shape().dim())
-        if (D.has_dim_param())
-          Out.insert(D.dim_param());
-}
-
-Error applyBindings(llvm::StringRef File, onnx::ModelProto &Proto,
-                    const LoadOptions &Opts) {
+/// Applies --input-shape and --dim to the parsed file, for ONNX's fallback
+/// inference. bindShapes has checked them on the IR already.
+void applyBindings(onnx::ModelProto &Proto, const LoadOptions &Opts) {
   onnx::GraphProto &G = *Proto.mutable_graph();
-  for (const auto &[Name, Dims] : Opts.InputShapes) {
-    onnx::ValueInfoProto *VI = nullptr;
-    std::string Names;
-    for (auto &In : *G.mutable_input()) {
-      if (In.name() == Name)
-        VI = &In;
-      Names += (Names.empty() ? "" : ", ") + In.name();
-    }
-    if (!VI)
-      return fileError(File, formatv("--input-shape: no graph input named '{0}' "
-                                     "(inputs: {1})",
-                                     Name, Names));
-    auto *TT = VI->mutable_type()->mutable_tensor_type();
-    TT->clear_shape();
-    // Shapes the file stores for outputs and intermediates were computed for
-    // the old input shape: drop them so shape inference recomputes them.
-    G.clear_value_info();
-    for (auto &Out : *G.mutable_output())
-      if (Out.type().has_tensor_type())
-        Out.mutable_type()->mutable_tensor_type()->clear_shape();
-    auto *S = TT->mutable_shape();
-    for (int64_t D : Dims)
-      S->add_dim()->set_dim_value(D);
-  }
+  for (const auto &[Name, Dims] : Opts.InputShapes)
+    for (auto &In : *G.mutable_input())
+      if (In.name() == Name) {
+        auto *TT = In.mutable_type()->mutable_tensor_type();
+        TT->clear_shape();
+        // Shapes the file stores for outputs and intermediates were
+        // computed for the old input shape: drop them.
+        G.clear_value_info();
+        for (auto &Out : *G.mutable_output())
+          if (Out.type().has_tensor_type())
+            Out.mutable_type()->mutable_tensor_type()->clear_shape();
+        auto *S = TT->mutable_shape();
+        for (int64_t D : Dims)
+          S->add_dim()->set_dim_value(D);
+      }
   if (Opts.DimBindings.empty())
-    return Error::success();
+    return;
   llvm::StringMap<int64_t> Bindings;
   for (const auto &[Name, N] : Opts.DimBindings)
     Bindings[Name] = N;
@@ -148,23 +132,11 @@ Error applyBindings(llvm::StringRef File, onnx::ModelProto &Proto,
       if (VI.type().has_tensor_type() && VI.type().tensor_type().has_shape())
         setDims(*VI.mutable_type()->mutable_tensor_type()->mutable_shape(),
                 Bindings, Used);
-  for (const auto &[Name, N] : Opts.DimBindings)
-    if (!Used.contains(Name)) {
-      std::set<std::string> Symbols;
-      collectSymbols(G, Symbols);
-      std::string List;
-      for (const auto &S : Symbols)
-        List += (List.empty() ? "" : ", ") + S;
-      return fileError(File, formatv("--dim {0}: the model has no dimension named "
-                                     "'{0}' (symbolic dims of its inputs: {1})",
-                                     Name, List.empty() ? "none" : List));
-    }
-  return Error::success();
 }
 
-/// applyBindings on the imported IR: the same values (the main graph's
+/// Applies --input-shape and --dim to the imported IR: the main graph's
 /// inputs, and the shapes the file declares for its outputs and
-/// intermediates) and the same errors.
+/// intermediates. Errors name what is not there.
 Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
   Graph &G = *M.Main;
   for (const auto &[Name, Dims] : Opts.InputShapes) {
@@ -604,8 +576,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
     if (Stats.Unknown > 0) {
       Phase.emplace(Opts.Timer, "load: ONNX shape inference (fallback)");
       onnx::ModelProto Bound(*P->Proto);
-      if (Error E = applyBindings(Path, Bound, Opts))
-        return E;
+      applyBindings(Bound, Opts);
       inferShapesWithOnnx(Path, Bound, Diags);
       Phase.emplace(Opts.Timer, "load: import to IR");
       auto Again = Import(Bound);

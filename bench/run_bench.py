@@ -74,12 +74,20 @@ def main():
                    "-o", os.devnull]))
     print("| case | ridge (s) | peer: onnx.load + infer_shapes (s) | ratio | ridge peak RSS (MB) | file (MB) |")
     print("|---|---:|---:|---:|---:|---:|")
+    times = {}
     for name, path, cmd in cases:
         t, rss = best(cmd, a.repeat)
-        peer = "" if "plan" in name else best([PY, "-c", PEER, path], 1 if "1,000,000" in name else a.repeat)[0]
+        times[name] = t
+        peer = None if "plan" in name else best([PY, "-c", PEER, path], 1 if "1,000,000" in name else a.repeat)[0]
         ratio = f"{peer / t:.0f}x" if peer else "-"
-        print(f"| {name} | {t:.3f} | {peer if peer == '' else f'{peer:.3f}'} | {ratio} | "
+        print(f"| {name} | {t:.3f} | {'-' if peer is None else f'{peer:.3f}'} | {ratio} | "
               f"{rss / 1e6:.1f} | {os.path.getsize(path) / 1e6:.1f} |", flush=True)
+    # Linear growth: the 1M-node case against the 100k-node one (target 12x).
+    for what in ("analyze", "plan, 64 devices"):
+        big = times.get(f"synthetic 1,000,000 nodes: {what}")
+        small = times.get(f"synthetic 100,000 nodes: {what}")
+        if big and small:
+            print(f"\n1M / 100k nodes, {what}: {big / small:.1f}x", flush=True)
 
 
 main()

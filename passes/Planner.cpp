@@ -94,7 +94,9 @@ struct CollectiveCost {
 };
 
 /// What one tensor-parallel degree (and sequence-parallel choice) implies.
-struct TPPlan {
+/// What a tensor-parallel plan derives from a sharding: nothing in it
+/// depends on the degree (a reused propagation shares it).
+struct TPLayout {
   std::vector<bool> Split;
   std::vector<uint8_t> SplitU8;    ///< Split, one byte a position
   /// The collectives in order: position and cost (an index into
@@ -102,12 +104,15 @@ struct TPPlan {
   std::vector<uint32_t> CollPos, CollCost, UsedCosts;
   std::vector<uint8_t> CollFwd;    ///< per collective: runs in the forward
   std::vector<double> SplitParams; ///< per position: parameters split t ways
-  ShardingResult Sharding;
   /// Prefix sums of the unsplit (Params - SplitParams) and split parameters;
   /// Exact when every partial sum is exact (so a stage's sum in any order
   /// equals the difference of two prefixes).
   std::vector<double> PreOwn, PreSplit;
   bool ParamsExact = false;
+};
+
+struct TPPlan : TPLayout {
+  ShardingResult Sharding;
 };
 
 // The search evaluates thousands of configurations on graphs of up to
@@ -670,17 +675,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   // A reused propagation gives the same plan as its source: positions,
   // parameters and collectives do not depend on the degree.
   if (unsigned From = TP.Sharding.ReusedFrom) {
-    const TPPlan &Src = tpPlan(From, SP);
-    TP.Split = Src.Split;
-    TP.SplitU8 = Src.SplitU8;
-    TP.CollPos = Src.CollPos;
-    TP.CollCost = Src.CollCost;
-    TP.UsedCosts = Src.UsedCosts;
-    TP.CollFwd = Src.CollFwd;
-    TP.SplitParams = Src.SplitParams;
-    TP.PreOwn = Src.PreOwn;
-    TP.PreSplit = Src.PreSplit;
-    TP.ParamsExact = Src.ParamsExact;
+    static_cast<TPLayout &>(TP) = tpPlan(From, SP);
     return TP;
   }
   Timing::Scope Phase(Opts.Timer, "plan: tensor-parallel plans");
