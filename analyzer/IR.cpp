@@ -1,6 +1,6 @@
 //===- IR.cpp - ridge's graph IR ------------------------------------------===//
 #include "analyzer/IR.h"
-#include "llvm/Support/StringSaver.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 #include <mutex>
 
@@ -102,10 +102,9 @@ llvm::StringRef ridge::internSymbol(llvm::StringRef S) {
   if (S.empty())
     return {};
   static std::mutex Lock;
-  static llvm::BumpPtrAllocator Storage;
-  static llvm::UniqueStringSaver Saver(Storage);
+  static llvm::StringSet<> Pool; // entries never move
   std::lock_guard<std::mutex> Hold(Lock);
-  return Saver.save(S);
+  return Pool.insert(S).first->getKey();
 }
 
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }

@@ -14,7 +14,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/iterator.h"
-#include "llvm/Support/Allocator.h"
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -155,12 +154,31 @@ public:
   }
 };
 
-/// A graph's values, with stable addresses, allocated from slabs (a
-/// std::deque allocates values this size one by one). Iterates as Value &.
+/// A graph's values, with stable addresses, allocated in chunks of up to
+/// 4096 (a std::deque allocates values this size one by one). Iterates as
+/// Value &. (Not LLVM's BumpPtrAllocator: instantiated here under
+/// AddressSanitizer it would interpose on libLLVM's own, which does not
+/// unpoison what it hands out.)
 class ValueList {
 public:
+  ValueList() = default;
+  ValueList(const ValueList &) = delete;
+  ValueList &operator=(const ValueList &) = delete;
+  ~ValueList() {
+    for (Value *V : Ptrs)
+      V->~Value();
+    for (auto &[P, N] : Chunks)
+      std::allocator<Value>().deallocate(P, N);
+  }
   Value &add() {
-    Value *V = new (Alloc.Allocate()) Value();
+    if (Left == 0) {
+      size_t N = Chunks.empty() ? 4 : std::min<size_t>(2 * Chunks.back().second, 4096);
+      Next = std::allocator<Value>().allocate(N);
+      Chunks.emplace_back(Next, N);
+      Left = N;
+    }
+    Value *V = new (Next++) Value();
+    --Left;
     Ptrs.push_back(V);
     return *V;
   }
@@ -171,7 +189,9 @@ public:
   void reserve(size_t N) { Ptrs.reserve(N); }
 
 private:
-  llvm::SpecificBumpPtrAllocator<Value> Alloc;
+  std::vector<std::pair<Value *, size_t>> Chunks;
+  Value *Next = nullptr;
+  size_t Left = 0;
   std::vector<Value *> Ptrs;
 };
 
