@@ -1,0 +1,120 @@
+//===- LoaderTest.cpp - One parsed file, many loads -----------------------===//
+//
+// ridge plan loads one parsed model at two batch sizes, on two threads: a
+// load must not change what the next one sees.
+//
+//===----------------------------------------------------------------------===//
+#include "analyzer/Loader.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+#include <gtest/gtest.h>
+#include <thread>
+
+using namespace ridge;
+
+namespace {
+
+/// A two-node model with a symbolic batch dim N, written to a temporary file.
+class LoaderTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("ridge-loader", "onnxtxt", Path));
+    std::error_code EC;
+    llvm::raw_fd_ostream OS(Path, EC);
+    ASSERT_FALSE(EC);
+    OS << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+          "g (float[N, 8] x) => (float[N, 4] y)\n"
+          "<float[8, 4] w = {0.0}>\n"
+          "{\n  h = MatMul(x, w)\n  y = Relu(h)\n}\n";
+  }
+  void TearDown() override { llvm::sys::fs::remove(Path); }
+
+  /// y's shape after a load with Opts.
+  static std::string outputShape(const ModelSource &Src, const LoadOptions &Opts) {
+    DiagnosticEngine Diags;
+    auto M = Src.load(Opts, Diags);
+    if (!M) {
+      std::string Msg = llvm::toString(M.takeError());
+      ADD_FAILURE() << Msg;
+      return Msg;
+    }
+    const Value *Y = (*M)->Main->Outputs.front();
+    return Y->Shp ? Y->Shp->str() : "unranked";
+  }
+
+  llvm::SmallString<128> Path;
+};
+
+TEST_F(LoaderTest, LoadsDoNotChangeTheParsedFile) {
+  LoadOptions Opts;
+  auto Src = ModelSource::open(Path, Opts);
+  ASSERT_TRUE(bool(Src)) << llvm::toString(Src.takeError());
+  LoadOptions Two = Opts, Three = Opts, Shaped = Opts;
+  Two.DimBindings.emplace_back("N", 2);
+  Three.DimBindings.emplace_back("N", 3);
+  Shaped.InputShapes.push_back({"x", {5, 8}});
+  EXPECT_EQ(outputShape(**Src, Two), "[2,4]");
+  EXPECT_EQ(outputShape(**Src, Three), "[3,4]");
+  EXPECT_EQ(outputShape(**Src, Shaped), "[5,4]");
+  // Nothing bound: the file's own symbolic dim, as if never loaded before.
+  EXPECT_EQ(outputShape(**Src, Opts), "[N,4]");
+}
+
+TEST_F(LoaderTest, TwoThreadsLoadOneSource) {
+  LoadOptions Opts;
+  auto Src = ModelSource::open(Path, Opts);
+  ASSERT_TRUE(bool(Src)) << llvm::toString(Src.takeError());
+  std::string A, B;
+  LoadOptions One = Opts, Two = Opts;
+  One.DimBindings.emplace_back("N", 1);
+  Two.DimBindings.emplace_back("N", 2);
+  std::thread T([&] {
+    for (int I = 0; I < 20; ++I)
+      B = outputShape(**Src, Two);
+  });
+  for (int I = 0; I < 20; ++I)
+    A = outputShape(**Src, One);
+  T.join();
+  EXPECT_EQ(A, "[1,4]");
+  EXPECT_EQ(B, "[2,4]");
+}
+
+TEST_F(LoaderTest, DeclaredInputsLeaveInitializersOut) {
+  LoadOptions Opts;
+  auto Src = ModelSource::open(Path, Opts);
+  ASSERT_TRUE(bool(Src)) << llvm::toString(Src.takeError());
+  ASSERT_EQ((*Src)->inputs().size(), 1u);
+  const ModelSource::Input &X = (*Src)->inputs().front();
+  EXPECT_EQ(X.Name, "x");
+  ASSERT_EQ(X.Dims.size(), 2u);
+  EXPECT_EQ(X.Dims[0].Symbol, "N");
+  EXPECT_EQ(X.Dims[1].Extent, 8);
+}
+
+TEST(InternSymbol, OneCopyPerName) {
+  std::string A = "batch", B = "batch";
+  llvm::StringRef SA = internSymbol(A), SB = internSymbol(B);
+  EXPECT_EQ(SA.data(), SB.data());
+  A = "changed"; // the interned copy does not follow its source
+  EXPECT_EQ(SA, "batch");
+  EXPECT_TRUE(internSymbol("").empty());
+}
+
+TEST(ValueList, AddressesStayAsItGrows) {
+  ValueList L;
+  std::vector<Value *> Seen;
+  for (int I = 0; I < 10000; ++I) {
+    Value &V = L.add();
+    V.Name = std::to_string(I);
+    Seen.push_back(&V);
+  }
+  ASSERT_EQ(L.size(), 10000u);
+  int I = 0;
+  for (Value &V : L) {
+    EXPECT_EQ(&V, Seen[I]);
+    EXPECT_EQ(V.Name, std::to_string(I));
+    ++I;
+  }
+}
+
+} // namespace
