@@ -151,6 +151,10 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
       return fileError(File, formatv("--input-shape: no graph input named '{0}' "
                                      "(inputs: {1})",
                                      Name, Names));
+    if (In->isInitializer()) // an old exporter lists its weights as inputs
+      return fileError(File, formatv("--input-shape: '{0}' is an initializer (a weight "
+                                     "whose shape its data fixes), not an input",
+                                     Name));
     // Shapes the file stores for outputs and intermediates were computed for
     // the old input shape: drop them so shape inference recomputes them.
     for (Value &V : G.Values)
