@@ -93,7 +93,6 @@ struct CollectiveCost {
   Affine Bytes;
 };
 
-/// What one tensor-parallel degree (and sequence-parallel choice) implies.
 /// What a tensor-parallel plan derives from a sharding: nothing in it
 /// depends on the degree (a reused propagation shares it).
 struct TPLayout {
@@ -111,6 +110,7 @@ struct TPLayout {
   bool ParamsExact = false;
 };
 
+/// What one tensor-parallel degree (and sequence-parallel choice) implies.
 struct TPPlan : TPLayout {
   ShardingResult Sharding;
 };
@@ -624,7 +624,9 @@ void Planner::propagateAhead() {
     Ahead[*It] = Jobs.back().Result.get_future();
   }
   try {
-    Worker = std::thread([this, Jobs = std::move(Jobs)]() mutable {
+    // The graph by pointer: search() hands M1 to its result while a job the
+    // search never asked for may still run (the model lives on there).
+    Worker = std::thread([this, G = M1->Main.get(), Jobs = std::move(Jobs)]() mutable {
       std::vector<std::pair<unsigned, const ShardingResult *>> Reusable[2];
       std::deque<ShardingResult> Kept;
       for (Job &J : Jobs) {
@@ -639,7 +641,7 @@ void Planner::propagateAhead() {
             R.ReusedFrom = R.Degree;
             R.Degree = J.T;
           } else {
-            R = propagateSharding(*M1->Main, J.T, J.SP, C1.NeedsGrad);
+            R = propagateSharding(*G, J.T, J.SP, C1.NeedsGrad);
             if (R.AllDivisible) {
               Kept.push_back(R);
               Reusable[J.SP].push_back({J.T, &Kept.back()});
@@ -1605,7 +1607,9 @@ llvm::Expected<PlanResult> Planner::search() {
   }
   R.SearchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
-  // Still read by a propagation the worker may be running: moved, not freed.
+  // The worker may still be propagating a degree the search did not ask
+  // for, on M1's graph: the models move to the result, which outlives the
+  // worker (joined when the planner ends).
   R.Models.push_back(std::move(M1));
   R.Models.push_back(std::move(M2));
   return R;
