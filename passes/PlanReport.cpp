@@ -52,11 +52,15 @@ void printBreakdown(const PlanEval &E, llvm::raw_ostream &OS, const char *Indent
      << formatv("compute {0} (recompute {1}), tensor-parallel collectives {2} "
                 "({3}), pipeline bubble {4} ({5:P1}), point-to-point {6} ({7}), data-parallel "
                 "all-reduce {8} of which {9} exposed ({10}), overlap slowdown {11}, optimizer "
-                "{12}, input feed exposed {13}\n",
+                "{12}, input feed exposed {13}{14}\n",
                 ms(E.ComputeSeconds), ms(E.RecomputeSeconds), ms(E.TPSeconds), E.TPTier,
                 ms(E.BubbleSeconds), E.Bubble, ms(E.P2PSeconds), E.PPTier, ms(E.DPSeconds),
                 ms(E.DPExposedSeconds), E.DPTier, ms(E.OverlapSlowdownSeconds),
-                ms(E.OptimizerSeconds), ms(E.FeedExposedSeconds));
+                ms(E.OptimizerSeconds), ms(E.FeedExposedSeconds),
+                E.TiedSyncSeconds > 0
+                    ? ", shared-weight gradient sync " + ms(E.TiedSyncSeconds) + " (" +
+                          E.PPTier + ")"
+                    : std::string());
   OS << Indent
      << formatv("memory per device {0} (parameters, gradients, optimizer state {1}; "
                 "activations {2})\n",
@@ -74,6 +78,7 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
                {"the pipeline bubble", W.BubbleSeconds},
                {"point-to-point transfers", W.P2PSeconds},
                {"exposed data-parallel communication", W.DPExposedSeconds},
+               {"the shared-weight gradient sync", W.TiedSyncSeconds},
                {"the optimizer", W.OptimizerSeconds},
                {"the input feed", W.FeedExposedSeconds}};
   const Term *Max = &Terms[0];
@@ -139,9 +144,12 @@ llvm::json::Object evalJson(const PlanEval &E) {
       {"dp_seconds", E.DPSeconds},
       {"dp_exposed_seconds", E.DPExposedSeconds},
       {"overlap_slowdown_seconds", E.OverlapSlowdownSeconds},
+      {"tied_sync_seconds", E.TiedSyncSeconds},
       {"optimizer_seconds", E.OptimizerSeconds},
       {"feed_exposed_seconds", E.FeedExposedSeconds},
       {"memory_bytes", E.MemoryBytes},
+      {"param_bytes", E.ParamBytes},
+      {"activation_bytes", E.ActivationBytes},
       {"model_flops", E.ModelFlops},
       {"matrix_flops", E.MatrixFlops},
       {"mfu", E.MFU},

@@ -3,6 +3,7 @@
 #include "passes/CostModel.h"
 #include "passes/Roofline.h"
 #include "passes/TrainingStep.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <algorithm>
 #include <array>
@@ -142,6 +143,12 @@ struct StageAgg {
   double Time = 0, Bwd = 0, TP = 0, Rec = 0; ///< of the slowest stage
   double MaxBoundary = 0;
   std::vector<double> Params, SplitParams, Act, Ckpt, SegMax; ///< per stage
+  /// Copies of shared weights held by stages other than their owner's
+  /// (unsplit, and split t ways), per stage.
+  std::vector<double> CopyParams, CopySplit;
+  /// Each shared weight the partition puts on several stages: how many
+  /// stages hold it, whether it is split t ways, its elements.
+  std::vector<std::tuple<unsigned, bool, double>> Tied;
 };
 
 /// Everything that depends on (micro-batch, t, sp) only, per position; [R]
@@ -236,6 +243,15 @@ private:
   std::vector<const Value *> ParamVal;
   std::vector<double> ParamElems;
   std::vector<double> PosParams;
+  /// Trainable weights read at more than one position (a tied embedding),
+  /// with those positions, the owner's first. A pipeline that puts them on
+  /// several stages keeps a copy on each and all-reduces their gradients.
+  struct SharedParam {
+    const Value *V;
+    double Elems;
+    std::vector<uint32_t> Readers;
+  };
+  std::vector<SharedParam> Shared;
   std::vector<CollectiveCost> CollCosts; ///< distinct collectives
   std::map<std::tuple<unsigned, uint64_t, uint64_t>, uint32_t> CollCostIds; ///< by kind and bytes
   llvm::DenseMap<std::pair<const Value *, unsigned>, uint32_t> CollCostOf; ///< by tensor and kind
@@ -451,15 +467,30 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     Pos[Top->Index].RecompFull |= Full1.Recomputed[I];
     Pos[Top->Index].RecompSel |= Sel1.Recomputed[I];
   }
-  // Parameters belong to the first position that reads them.
-  llvm::DenseSet<const Value *> Owned;
-  Owned.reserve(C1.Trainable.size());
+  // Parameters belong to the first position that reads them; the later
+  // readers of a shared one are listed.
+  llvm::DenseMap<const Value *, uint32_t> FirstReader;
+  FirstReader.reserve(C1.Trainable.size());
+  llvm::MapVector<const Value *, std::vector<uint32_t>> LaterReaders;
   for (size_t P = 0; P < N; ++P)
-    for (const Value *In : Pos[P].N->Inputs)
-      if (In && C1.Trainable.count(In) && Owned.insert(In).second) {
+    for (const Value *In : Pos[P].N->Inputs) {
+      if (!In || !C1.Trainable.count(In))
+        continue;
+      auto [It, New] = FirstReader.try_emplace(In, uint32_t(P));
+      if (New) {
         Pos[P].Params += In->numElements().value_or(0);
         Pos[P].ParamValues.push_back(In);
+      } else if (It->second != P) {
+        std::vector<uint32_t> &L = LaterReaders[In];
+        if (L.empty() || L.back() != P)
+          L.push_back(uint32_t(P));
       }
+    }
+  for (auto &[V, Later] : LaterReaders) {
+    SharedParam Sp{V, V->numElements().value_or(0), {FirstReader[V]}};
+    Sp.Readers.insert(Sp.Readers.end(), Later.begin(), Later.end());
+    Shared.push_back(std::move(Sp));
+  }
   Params = C1.TrainableParams;
   for (size_t P = 1; P < N; ++P)
     if (Pos[P].CutBefore)
@@ -1088,6 +1119,28 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   const std::vector<size_t> &Ends = EndsIt->second;
   auto StartOf = [&](unsigned Ch) { return Ch == 0 ? size_t(0) : Ends[Ch - 1]; };
 
+  // Shared weights whose readers land on several stages: a copy on each
+  // stage but the owner's, their gradients all-reduced across them.
+  A.CopyParams.assign(P, 0);
+  A.CopySplit.assign(P, 0);
+  if (P > 1)
+    for (const SharedParam &Sp : Shared) {
+      auto StageOf = [&](uint32_t Q) {
+        return unsigned(std::upper_bound(Ends.begin(), Ends.end(), size_t(Q)) - Ends.begin()) %
+               P;
+      };
+      llvm::SmallVector<unsigned, 4> Stages;
+      for (uint32_t Q : Sp.Readers)
+        if (!llvm::is_contained(Stages, StageOf(Q)))
+          Stages.push_back(StageOf(Q));
+      if (Stages.size() < 2)
+        continue;
+      bool Split = TP.Sharding.SplitParams.count(Sp.V);
+      for (size_t I = 1; I < Stages.size(); ++I)
+        (Split ? A.CopySplit : A.CopyParams)[Stages[I]] += Sp.Elems;
+      A.Tied.emplace_back(unsigned(Stages.size()), Split, Sp.Elems);
+    }
+
   for (unsigned Ch = 0; Ch < Chunks; ++Ch) {
     size_t End = Ends[Ch];
     if (End < NPos && Ch + 1 < Chunks)
@@ -1354,7 +1407,7 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   double Interleave = 1.0 + double(PC.P - 1) / (double(PC.P) * PC.V);
   bool FullRecomp = PC.Recomp == Config::Recompute::Full;
   for (unsigned S = 0; S < PC.P; ++S) {
-    double P = A.Params[S] + A.SplitParams[S] / PC.T;
+    double P = A.Params[S] + A.SplitParams[S] / PC.T + A.CopyParams[S] + A.CopySplit[S] / PC.T;
     // 1F1B: stage s holds p - s micro-batches in flight; interleaving adds
     // (p-1)/(p v) of a micro-batch's activations (Narayanan et al. 2021).
     double InFlight = double(PC.P - S);
@@ -1387,6 +1440,12 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   double Hidden = Opts.OverlapGradReduce ? std::min(E.DPSeconds, A.Bwd) : 0.0;
   E.DPExposedSeconds = E.DPSeconds - Hidden;
   E.OverlapSlowdownSeconds = Hidden * Opts.OverlapSlowdown;
+  // Shared weights on several stages: their copies' gradients all-reduced
+  // over those stages after the backward (Megatron's embedding all-reduce).
+  for (auto &[Stages, Split, Elems] : A.Tied)
+    E.TiedSyncSeconds += collectiveSeconds(CollectiveKind::AllReduce,
+                                           Elems / (Split ? PC.T : 1) * WBytes, Stages,
+                                           linkBandwidth(PPInter), linkLatency(PPInter));
   // Optimizer over the device's parameter share (ZeRO >= 1 shards it).
   double UpdateBytes = WorstParamCount *
                        (2 * (Mixed ? 4 : WBytes) + WBytes + 2 * O.StateBytesPerParam +
@@ -1401,7 +1460,7 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
                     : 0;
   E.FeedExposedSeconds = std::max(0.0, Feed - Pipeline);
   E.StepSeconds = Pipeline + E.DPExposedSeconds + E.OverlapSlowdownSeconds +
-                  E.OptimizerSeconds + E.FeedExposedSeconds;
+                  E.TiedSyncSeconds + E.OptimizerSeconds + E.FeedExposedSeconds;
   int R = PC.Recomp == Config::Recompute::Full ? 2 : PC.Recomp == Config::Recompute::Selective ? 1 : 0;
   E.ModelFlops = Gr.ModelFlops * PC.M * PC.D;
   E.MatrixFlops = Gr.MatrixFlops[R] * PC.M * PC.D;

@@ -78,6 +78,9 @@ struct PlanEval {
   double P2PSeconds = 0;
   double BubbleSeconds = 0;
   double DPSeconds = 0, DPExposedSeconds = 0, OverlapSlowdownSeconds = 0;
+  /// Gradient all-reduce of weights shared across pipeline stages (a tied
+  /// embedding), after the backward.
+  double TiedSyncSeconds = 0;
   double OptimizerSeconds = 0, FeedExposedSeconds = 0;
   double Bubble = 0;          ///< fraction of the pipeline time
   double MemoryBytes = 0;     ///< the fullest device
