@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, run every test (lit + unit).
 # With --sanitize: the same in a Debug build with ASan and UBSan (build-asan/).
+# With --tsan: the same with ThreadSanitizer (build-tsan/, optimized: the
+# threads of ridge plan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -8,6 +10,10 @@ dir=build
 if [[ "${1:-}" == "--sanitize" ]]; then
   dir=build-asan
   RIDGE_BUILD_DIR=$dir RIDGE_BUILD_TYPE=Debug scripts/build.sh -DRIDGE_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+elif [[ "${1:-}" == "--tsan" ]]; then
+  dir=build-tsan
+  RIDGE_BUILD_DIR=$dir RIDGE_BUILD_TYPE=RelWithDebInfo scripts/build.sh -DRIDGE_TSAN=ON -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+  export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
 else
   scripts/build.sh >/dev/null
 fi
