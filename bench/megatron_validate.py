@@ -74,8 +74,8 @@ def main():
                             "--seq", str(S), "--vocab", str(V), "--batch", "batch",
                             "--mask", "trilu", "--out", model],
                            check=True, stdout=subprocess.DEVNULL)
-        # Megatron-LM all-reduces gradients after the whole backward (its
-        # --overlap-grad-reduce, default off, came in 2023): so does ridge
+        # Megatron-LM all-reduces gradients after the whole backward unless
+        # --overlap-grad-reduce (off by default) is given: so does ridge
         # here, for the paper's configuration and for its own plan alike.
         base = [args.ridge, "plan", model, "--device", "A100-SXM4-80GB", "--dtype", "fp16",
                 "--devices", str(n), "--devices-per-node", "8", "--global-batch", str(B),

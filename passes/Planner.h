@@ -50,7 +50,7 @@ struct PlanOptions {
   double OverlapSlowdown = 0.1; ///< compute slowdown while communication overlaps it
   /// Data-parallel gradient reduction overlaps the last backward (PyTorch
   /// DDP, Megatron-LM's --overlap-grad-reduce); false: it starts after the
-  /// whole backward (Megatron-LM's default, and all it had in 2021).
+  /// whole backward (Megatron-LM's default).
   bool OverlapGradReduce = true;
   unsigned Top = 5;             ///< configurations printed
   bool Scaling = false;         ///< also a scaling curve over 1..N devices
