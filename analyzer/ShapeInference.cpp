@@ -3254,7 +3254,8 @@ const RuleEntry MicrosoftRules[] = {
     {"FusedMatMul", ruleMsFusedMatMul}, {"MatMulNBits", ruleMsMatMulNBits},
     {"SkipLayerNormalization", ruleMsSkipLayerNorm},
     {"SkipSimplifiedLayerNormalization", ruleMsSkipLayerNorm},
-    {"SimplifiedLayerNormalization", ruleUnary},
+    // Y as X; the optional inv_std_var one f32 (stash_type) per row.
+    {"SimplifiedLayerNormalization", ruleLayerNorm},
     {"LayerNormalization", ruleLayerNorm}, {"RotaryEmbedding", ruleUnary},
     {"Attention", ruleMsAttention},
     {"MultiHeadAttention", ruleMsMultiHeadAttention},
