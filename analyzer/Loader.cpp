@@ -17,6 +17,7 @@
 #include <google/protobuf/arena.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -328,20 +329,14 @@ void inferShapesWithOnnx(llvm::StringRef File, onnx::ModelProto &Proto, Diagnost
 /// Inlines calls of model-local functions (as onnx-mlir and onnxruntime
 /// do): each call becomes the function's nodes, formal inputs and outputs
 /// bound to the call's, internal values prefixed with the call's name,
-/// attribute references resolved from the call. Nested calls are inlined
-/// too, up to a depth that rejects recursion. A body whose nodes hold
-/// subgraphs is left as a call (reported unmodeled).
+/// attribute references resolved from the call; inside the body's subgraphs
+/// (If branches, Loop bodies) too. Nested calls are inlined too, up to a
+/// depth that rejects recursion.
 class FunctionInliner {
 public:
   FunctionInliner(llvm::StringRef File, onnx::ModelProto &Proto) : File(File), Proto(Proto) {
-    for (const auto &F : Proto.functions()) {
-      bool HasSubgraphs = false;
-      for (const auto &N : F.node())
-        for (const auto &A : N.attribute())
-          HasSubgraphs |= A.has_g() || A.graphs_size() > 0;
-      if (!HasSubgraphs)
-        Functions[key(F.domain(), F.name())] = &F;
-    }
+    for (const auto &F : Proto.functions())
+      Functions[key(F.domain(), F.name())] = &F;
   }
 
   Error run() {
@@ -393,6 +388,63 @@ private:
     return inlineGraph(G, Depth + 1); // calls inside the inlined bodies
   }
 
+  using NameMap = std::function<std::string(const std::string &)>;
+  using CallAttrMap = std::map<std::string, const onnx::AttributeProto *>;
+
+  /// A body node as it stands in the caller: values renamed, attribute
+  /// references taken from the call (or dropped: the default applies), and
+  /// the same done inside its subgraphs.
+  static void rewriteNode(onnx::NodeProto &N, const NameMap &Map, const CallAttrMap &CallAttrs,
+                          const std::string &Prefix) {
+    for (auto &In : *N.mutable_input())
+      In = Map(In);
+    for (auto &O : *N.mutable_output())
+      O = Map(O);
+    google::protobuf::RepeatedPtrField<onnx::AttributeProto> Attrs;
+    for (const auto &A : N.attribute()) {
+      if (A.ref_attr_name().empty()) {
+        onnx::AttributeProto Copy = A;
+        if (Copy.has_g())
+          rewriteGraph(*Copy.mutable_g(), Map, CallAttrs, Prefix);
+        for (auto &G : *Copy.mutable_graphs())
+          rewriteGraph(G, Map, CallAttrs, Prefix);
+        *Attrs.Add() = std::move(Copy);
+        continue;
+      }
+      auto It = CallAttrs.find(A.ref_attr_name());
+      if (It == CallAttrs.end())
+        continue;
+      onnx::AttributeProto Resolved = *It->second;
+      Resolved.set_name(A.name());
+      *Attrs.Add() = std::move(Resolved);
+    }
+    *N.mutable_attribute() = std::move(Attrs);
+    if (N.domain().empty() || N.domain() == "ai.onnx")
+      N.clear_domain();
+  }
+
+  /// A subgraph of a body node: every name in it is the function's own (a
+  /// body reaches outside only through its formals), so all are renamed the
+  /// same way; the graph and its named nodes are prefixed like the body.
+  static void rewriteGraph(onnx::GraphProto &G, const NameMap &Map, const CallAttrMap &CallAttrs,
+                           const std::string &Prefix) {
+    G.set_name(Prefix + G.name());
+    for (auto *List : {G.mutable_input(), G.mutable_output(), G.mutable_value_info()})
+      for (auto &VI : *List)
+        VI.set_name(Map(VI.name()));
+    for (auto &T : *G.mutable_initializer())
+      T.set_name(Map(T.name()));
+    for (auto &ST : *G.mutable_sparse_initializer()) {
+      ST.mutable_values()->set_name(Map(ST.values().name()));
+      ST.mutable_indices()->set_name(Map(ST.indices().name()));
+    }
+    for (auto &N : *G.mutable_node()) {
+      if (!N.name().empty())
+        N.set_name(Prefix + N.name());
+      rewriteNode(N, Map, CallAttrs, Prefix);
+    }
+  }
+
   void expand(const onnx::NodeProto &Call, const std::string &CallName,
               const onnx::FunctionProto &F,
               google::protobuf::RepeatedPtrField<onnx::NodeProto> &Out) {
@@ -402,13 +454,13 @@ private:
       Rename[F.input(I)] = I < Call.input_size() ? Call.input(I) : std::string();
     for (int I = 0; I < F.output_size(); ++I)
       Rename[F.output(I)] = I < Call.output_size() ? Call.output(I) : std::string();
-    auto Map = [&](const std::string &Name) {
+    NameMap Map = [&](const std::string &Name) {
       if (Name.empty())
         return Name;
       auto It = Rename.find(Name);
       return It != Rename.end() ? It->second : Prefix + Name;
     };
-    std::map<std::string, const onnx::AttributeProto *> CallAttrs;
+    CallAttrMap CallAttrs;
     for (const auto &A : Call.attribute())
       CallAttrs[A.name()] = &A;
     int K = 0;
@@ -418,27 +470,7 @@ private:
                                ? BodyNode.op_type() + "_" + std::to_string(K)
                                : BodyNode.name()));
       ++K;
-      for (auto &In : *N.mutable_input())
-        In = Map(In);
-      for (auto &O : *N.mutable_output())
-        O = Map(O);
-      // Attribute references take the call's value, or vanish (default).
-      google::protobuf::RepeatedPtrField<onnx::AttributeProto> Attrs;
-      for (const auto &A : N.attribute()) {
-        if (A.ref_attr_name().empty()) {
-          *Attrs.Add() = A;
-          continue;
-        }
-        auto It = CallAttrs.find(A.ref_attr_name());
-        if (It == CallAttrs.end())
-          continue;
-        onnx::AttributeProto Resolved = *It->second;
-        Resolved.set_name(A.name());
-        *Attrs.Add() = std::move(Resolved);
-      }
-      *N.mutable_attribute() = std::move(Attrs);
-      if (N.domain().empty() || N.domain() == "ai.onnx")
-        N.clear_domain();
+      rewriteNode(N, Map, CallAttrs, Prefix);
       *Out.Add() = std::move(N);
     }
   }
