@@ -109,6 +109,14 @@ public:
         return E;
       if (isDocString(M, Field) || (DropPayload && isTensorPayload(Field)))
         continue;
+      // external_data (13): keep only where the bytes are, not which.
+      if (M == Msg::Tensor && Field == 13 && Wire == LengthDelim) {
+        const uint8_t *Q = ValueStart;
+        uint64_t Len;
+        (void)readVarint(Q, End, Len); // already validated by skipValue
+        if (!isLocationEntry(Q, Q + Len))
+          continue;
+      }
       if (Wire == LengthDelim) {
         if (auto Child = childKind(M, Field)) {
           uint64_t Len;
@@ -137,6 +145,28 @@ private:
     return llvm::createStringError(
         std::errc::invalid_argument, "%s at byte offset %llu",
         Why.str().c_str(), static_cast<unsigned long long>(At - Base));
+  }
+
+  /// Whether a TensorProto external_data entry (StringStringEntryProto at
+  /// [P, End)) is the "location" one: the only entry ridge reads (offset,
+  /// length and checksum locate bytes it never loads). A malformed entry is
+  /// kept, for protobuf to report.
+  bool isLocationEntry(const uint8_t *P, const uint8_t *End) {
+    while (P < End) {
+      uint64_t Key, Len;
+      if (!succeeded(readVarint(P, End, Key)) || (Key & 7) != LengthDelim ||
+          !succeeded(readVarint(P, End, Len)) || Len > uint64_t(End - P))
+        return true;
+      if ((Key >> 3) == 1)
+        return llvm::StringRef(reinterpret_cast<const char *>(P), Len) == "location";
+      P += Len;
+    }
+    return true;
+  }
+  static bool succeeded(Error E) {
+    bool Ok = !E;
+    llvm::consumeError(std::move(E));
+    return Ok;
   }
 
   Error readVarint(const uint8_t *&P, const uint8_t *End, uint64_t &V) {

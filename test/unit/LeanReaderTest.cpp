@@ -98,3 +98,32 @@ TEST(LeanReader, GroupWireTypeIsNotOnnx) {
   ASSERT_TRUE(bool(E));
   EXPECT_NE(llvm::toString(std::move(E)).find("wire type"), std::string::npos);
 }
+
+TEST(LeanReader, ExternalDataKeepsOnlyTheLocation) {
+  onnx::ModelProto M;
+  M.set_ir_version(8);
+  auto *T = M.mutable_graph()->add_initializer();
+  T->set_name("W");
+  T->set_data_type(onnx::TensorProto_DataType_FLOAT);
+  T->add_dims(4);
+  T->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+  for (auto [K, V] : {std::pair<const char *, const char *>{"offset", "4096"},
+                      {"location", "weights.bin"},
+                      {"length", "16"},
+                      {"checksum", "abc"}}) {
+    auto *E = T->add_external_data();
+    E->set_key(K);
+    E->set_value(V);
+  }
+  std::string Out;
+  LeanReadStats Stats;
+  ASSERT_FALSE(bool(leanFilterModel(M.SerializeAsString(), Out, Stats)));
+  onnx::ModelProto Lean;
+  ASSERT_TRUE(Lean.ParseFromString(Out));
+  const onnx::TensorProto &W = Lean.graph().initializer(0);
+  ASSERT_EQ(W.external_data_size(), 1);
+  EXPECT_EQ(W.external_data(0).key(), "location");
+  EXPECT_EQ(W.external_data(0).value(), "weights.bin");
+  EXPECT_EQ(W.data_location(), onnx::TensorProto_DataLocation_EXTERNAL);
+  EXPECT_EQ(W.dims(0), 4);
+}
