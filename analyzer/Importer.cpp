@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <queue>
 
 using namespace ridge;
@@ -33,10 +34,16 @@ template <typename T> static T readLE(const std::string &Raw, size_t I) {
   return X;
 }
 
+/// Elements of T by its dims: -1 if a dim is negative, INT64_MAX past it
+/// (dims come from the file: a product can overflow).
 static int64_t numElems(const onnx::TensorProto &T) {
   int64_t N = 1;
-  for (int64_t D : T.dims())
-    N *= D;
+  for (int64_t D : T.dims()) {
+    if (D < 0)
+      return -1;
+    if (__builtin_mul_overflow(N, D, &N))
+      return std::numeric_limits<int64_t>::max();
+  }
   return N;
 }
 
