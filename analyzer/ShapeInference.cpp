@@ -1894,7 +1894,8 @@ bool tensorPayload(const Attribute &A, SmallVectorImpl<int64_t> &Is, FVec &Fs,
                    bool &IsInt) {
   int64_t N = 1;
   for (int64_t D : A.TensorDims)
-    N *= D;
+    if (D < 0 || __builtin_mul_overflow(N, D, &N)) // dims come from the file
+      return false;
   if (N > int64_t(MaxValueElems))
     return false;
   IsInt = isIntType(A.TensorElem) || A.TensorElem == DType::Bool;
