@@ -771,11 +771,26 @@ double maxSegment(const std::vector<double> &Prefix) {
   return Lo;
 }
 
-/// The smallest bound in [Lo, Hi] for which Fill(Bound, nullptr) packs the
-/// N positions into at most Chunks ranges (bisection), and the range ends
-/// Fill gives for it, padded with N to Chunks entries.
-template <typename FillFn>
-std::vector<size_t> bisectBound(double Lo, double Hi, size_t N, unsigned Chunks, FillFn &Fill) {
+/// The smallest bound in [Lo, Hi] (bisection) for which a greedy fill packs
+/// the N positions into at most Chunks ranges, and that fill's range ends,
+/// padded with N to Chunks entries. The fill starts each range where the
+/// last ended; NextEnd(Start, K, Bound) gives range K's end (> Start).
+template <typename EndFn>
+std::vector<size_t> bisectBound(double Lo, double Hi, size_t N, unsigned Chunks,
+                                EndFn &&NextEnd) {
+  auto Fill = [&](double Bound, std::vector<size_t> *Cuts) {
+    size_t Start = 0;
+    unsigned Used = 0;
+    while (Start < N) {
+      if (++Used > Chunks)
+        return false;
+      size_t End = NextEnd(Start, Used - 1, Bound);
+      if (Cuts)
+        Cuts->push_back(End);
+      Start = End;
+    }
+    return true;
+  };
   for (int It = 0; It < 40 && Hi - Lo > 1e-12 * std::max(1.0, Hi); ++It) {
     double Mid = (Lo + Hi) / 2;
     if (Fill(Mid, nullptr))
@@ -794,24 +809,13 @@ std::vector<size_t> bisectBound(double Lo, double Hi, size_t N, unsigned Chunks,
 /// largest sum (binary search on the bound, greedy fill over prefix sums).
 std::vector<size_t> balanceSegments(const std::vector<double> &Prefix, unsigned Chunks) {
   size_t N = Prefix.size() - 1;
-  double Lo = maxSegment(Prefix), Hi = Prefix.back();
-  auto Fill = [&](double Bound, std::vector<size_t> *Cuts) {
-    size_t Start = 0;
-    unsigned Used = 0;
-    while (Start < N) {
-      if (++Used > Chunks)
-        return false;
-      size_t End = std::upper_bound(Prefix.begin() + Start + 1, Prefix.end(),
-                                    Prefix[Start] + Bound) -
-                   Prefix.begin() - 1;
-      End = std::max(End, Start + 1);
-      if (Cuts)
-        Cuts->push_back(End);
-      Start = End;
-    }
-    return true;
-  };
-  return bisectBound(Lo, Hi, N, Chunks, Fill);
+  return bisectBound(maxSegment(Prefix), Prefix.back(), N, Chunks,
+                     [&](size_t Start, unsigned, double Bound) {
+                       size_t End = std::upper_bound(Prefix.begin() + Start + 1, Prefix.end(),
+                                                     Prefix[Start] + Bound) -
+                                    Prefix.begin() - 1;
+                       return std::max(End, Start + 1);
+                     });
 }
 
 /// balanceSegments() for a non-decreasing Prefix (non-negative costs) whose
@@ -823,7 +827,6 @@ std::vector<size_t> balanceSorted(const std::vector<double> &Prefix, unsigned Ch
                                   double MaxSeg) {
   size_t N = Prefix.size() - 1;
   const double *S = Prefix.data();
-  double Lo = MaxSeg, Hi = Prefix.back();
   std::vector<size_t> Hint(Chunks);
   for (unsigned K = 0; K < Chunks; ++K)
     Hint[K] = size_t(double(N) * (K + 1) / Chunks);
@@ -861,22 +864,12 @@ std::vector<size_t> balanceSorted(const std::vector<double> &Prefix, unsigned Ch
     }
     return std::upper_bound(S + L, S + H, X) - S;
   };
-  auto Fill = [&](double Bound, std::vector<size_t> *Cuts) {
-    size_t Start = 0;
-    unsigned Used = 0;
-    while (Start < N) {
-      if (++Used > Chunks)
-        return false;
-      size_t I = UpperBound(Start + 1, Hint[Used - 1], S[Start] + Bound);
-      Hint[Used - 1] = I;
-      size_t End = std::max(I - 1, Start + 1);
-      if (Cuts)
-        Cuts->push_back(End);
-      Start = End;
-    }
-    return true;
-  };
-  return bisectBound(Lo, Hi, N, Chunks, Fill);
+  return bisectBound(MaxSeg, Prefix.back(), N, Chunks,
+                     [&](size_t Start, unsigned K, double Bound) {
+                       size_t I = UpperBound(Start + 1, Hint[K], S[Start] + Bound);
+                       Hint[K] = I;
+                       return std::max(I - 1, Start + 1);
+                     });
 }
 
 /// Boundaries may only fall where Allowed says (Allowed[N] must be true);
