@@ -626,8 +626,9 @@ void instanceNorm(const CostContext &C, NodeCost &Out) {
   normRule(C, Out, Groups, 1, 2);
 }
 
-/// LayerNormalization: groups = product of the dims before `axis`.
-void layerNorm(const CostContext &C, NodeCost &Out) {
+/// The groups of a norm over the dims from `axis` (default -1) on
+/// (LayerNormalization, RMS norm): the product of the dims before it.
+double groupsBeforeAxis(const CostContext &C) {
   const Shape &X = *C.N.input(0)->Shp;
   int64_t Axis = C.N.attrInt("axis", -1);
   if (Axis < 0)
@@ -635,7 +636,12 @@ void layerNorm(const CostContext &C, NodeCost &Out) {
   double Groups = 1;
   for (int64_t I = 0; I < Axis && I < int64_t(X.rank()); ++I)
     Groups *= X.Dims[I].Extent;
-  normRule(C, Out, Groups, 1, 2);
+  return Groups;
+}
+
+/// LayerNormalization: groups = product of the dims before `axis`.
+void layerNorm(const CostContext &C, NodeCost &Out) {
+  normRule(C, Out, groupsBeforeAxis(C), 1, 2);
 }
 
 void groupNorm(const CostContext &C, NodeCost &Out) {
@@ -671,14 +677,7 @@ void rmsRule(const CostContext &C, NodeCost &Out, double Groups) {
 /// G = product of the dims before axis; forward rmsRule's 4N + G rsqrt;
 /// backward dx 5N (X needs a gradient), dscale 2N (scale needs one).
 void rmsNorm(const CostContext &C, NodeCost &Out) {
-  const Shape &X = *C.N.input(0)->Shp;
-  int64_t Axis = C.N.attrInt("axis", -1);
-  if (Axis < 0)
-    Axis += X.rank();
-  double Groups = 1;
-  for (int64_t I = 0; I < Axis && I < int64_t(X.rank()); ++I)
-    Groups *= X.Dims[I].Extent;
-  rmsRule(C, Out, Groups);
+  rmsRule(C, Out, groupsBeforeAxis(C));
   if (!C.anyGrad())
     return;
   double N = inElems(C);
