@@ -8,23 +8,7 @@ weight W (unused by any node, like a stored but frozen embedding).
 """
 import sys
 
-
-def varint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def field(num, payload):
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-
-
-def vint(num, value):
-    return varint(num << 3) + varint(value)
-
+from protowire import field, varint, vint
 
 BIG = 2_200_000_000  # bytes of W's payload (550M floats)
 # TensorProto W: dims(1) 550000000, data_type(2) FLOAT=1, name(8) "W", raw_data(9)

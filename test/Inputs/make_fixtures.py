@@ -6,6 +6,8 @@ import os
 import onnx
 from onnx import TensorProto, helper
 
+from protowire import field, varint
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -66,17 +68,6 @@ save(m, "negative-dim.onnx")
 
 # A 1 GB string attribute declared in a tiny file: field 4 (s) of an
 # AttributeProto claims 2^30 bytes that are not there.
-def varint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-def field(num, payload):
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-
 attr = b"\x0a\x01a" + varint(4 << 3 | 2) + varint(1 << 30) + b"xyz"
 node = field(4, b"Relu") + field(5, attr)
 graph = field(1, node) + field(2, b"g")
