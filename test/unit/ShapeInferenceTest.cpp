@@ -1131,25 +1131,44 @@ void report(const char *What, const CrossCheck &X) {
 
 } // namespace
 
+namespace {
+
+/// ONNX's backend test data: a folder per kind, a folder per test case.
+const char *const BackendRoot = "/usr/include/onnx/backend/test/data";
+
+/// The test-case folders under BackendRoot, sorted.
+std::vector<std::string> backendTestDirs() {
+  std::vector<std::string> Dirs;
+  std::error_code EC;
+  for (llvm::sys::fs::directory_iterator Kind(BackendRoot, EC), E; Kind != E && !EC;
+       Kind.increment(EC))
+    for (llvm::sys::fs::directory_iterator T(Kind->path(), EC), TE; T != TE && !EC;
+         T.increment(EC))
+      Dirs.push_back(T->path());
+  std::sort(Dirs.begin(), Dirs.end());
+  return Dirs;
+}
+
+/// Their model files, sorted.
+std::vector<std::string> backendTestModels() {
+  std::vector<std::string> Paths;
+  for (const std::string &D : backendTestDirs())
+    if (llvm::sys::fs::exists(D + "/model.onnx"))
+      Paths.push_back(D + "/model.onnx");
+  std::sort(Paths.begin(), Paths.end());
+  return Paths;
+}
+
+} // namespace
+
 /// Every model of ONNX's backend test data: ridge and ONNX must never
 /// disagree (where both infer a dim, it is the same).
 TEST(ShapeInferenceCrossCheck, OnnxBackendTestData) {
-  const char *Root = "/usr/include/onnx/backend/test/data";
+  const char *Root = BackendRoot;
   if (!llvm::sys::fs::is_directory(Root))
     GTEST_SKIP() << "no ONNX backend test data at " << Root;
   CrossCheck X;
-  std::error_code EC;
-  std::vector<std::string> Paths;
-  for (llvm::sys::fs::directory_iterator Kind(Root, EC), E; Kind != E && !EC;
-       Kind.increment(EC))
-    for (llvm::sys::fs::directory_iterator T(Kind->path(), EC), TE; T != TE && !EC;
-         T.increment(EC)) {
-      std::string P = T->path() + "/model.onnx";
-      if (llvm::sys::fs::exists(P))
-        Paths.push_back(P);
-    }
-  std::sort(Paths.begin(), Paths.end());
-  for (const std::string &P : Paths) {
+  for (const std::string &P : backendTestModels()) {
     llvm::StringRef Rel = llvm::StringRef(P).drop_front(strlen(Root) + 1);
     crossCheckModel(P, Rel.rsplit('/').first.str(), X);
   }
@@ -1306,19 +1325,11 @@ void truthCheckModel(const std::string &Dir, const std::string &Name, TruthCheck
 /// Ground truth: ONNX's backend test data with their small inputs as
 /// constants; every graph output ridge infers matches the expected output.
 TEST(ShapeInferenceCrossCheck, ExpectedOutputsOfBackendTests) {
-  const char *Root = "/usr/include/onnx/backend/test/data";
+  const char *Root = BackendRoot;
   if (!llvm::sys::fs::is_directory(Root))
     GTEST_SKIP() << "no ONNX backend test data at " << Root;
   TruthCheck X;
-  std::error_code EC;
-  std::vector<std::string> Dirs;
-  for (llvm::sys::fs::directory_iterator Kind(Root, EC), E; Kind != E && !EC;
-       Kind.increment(EC))
-    for (llvm::sys::fs::directory_iterator T(Kind->path(), EC), TE; T != TE && !EC;
-         T.increment(EC))
-      Dirs.push_back(T->path());
-  std::sort(Dirs.begin(), Dirs.end());
-  for (const std::string &D : Dirs) {
+  for (const std::string &D : backendTestDirs()) {
     llvm::StringRef Rel = llvm::StringRef(D).drop_front(strlen(Root) + 1);
     truthCheckModel(D, Rel.str(), X);
   }
@@ -1482,18 +1493,9 @@ TEST(ShapeInferenceDump, Model) {
 /// edge values; inference must neither crash nor trip a sanitizer.
 TEST(ShapeInferenceFuzz, MutatedBackendModels) {
   const char *Rounds = std::getenv("RIDGE_SI_FUZZ");
-  const char *Root = "/usr/include/onnx/backend/test/data";
-  if (!Rounds || !llvm::sys::fs::is_directory(Root))
+  if (!Rounds || !llvm::sys::fs::is_directory(BackendRoot))
     GTEST_SKIP() << "set RIDGE_SI_FUZZ=N";
-  std::vector<std::string> Paths;
-  std::error_code EC;
-  for (llvm::sys::fs::directory_iterator Kind(Root, EC), E; Kind != E && !EC;
-       Kind.increment(EC))
-    for (llvm::sys::fs::directory_iterator T(Kind->path(), EC), TE; T != TE && !EC;
-         T.increment(EC))
-      if (llvm::sys::fs::exists(T->path() + "/model.onnx"))
-        Paths.push_back(T->path() + "/model.onnx");
-  std::sort(Paths.begin(), Paths.end());
+  std::vector<std::string> Paths = backendTestModels();
   uint64_t Seed = 0x9e3779b97f4a7c15ull;
   if (const char *S = std::getenv("RIDGE_SI_FUZZ_SEED"))
     Seed ^= std::strtoull(S, nullptr, 10) * 0x2545f4914f6cdd1dull;
