@@ -4,10 +4,12 @@
 // load must not change what the next one sees.
 //
 //===----------------------------------------------------------------------===//
+#include "analyzer/Importer.h"
 #include "analyzer/Loader.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 #include <thread>
 
 using namespace ridge;
@@ -89,6 +91,59 @@ TEST_F(LoaderTest, DeclaredInputsLeaveInitializersOut) {
   ASSERT_EQ(X.Dims.size(), 2u);
   EXPECT_EQ(X.Dims[0].Symbol, "N");
   EXPECT_EQ(X.Dims[1].Extent, 8);
+}
+
+/// A tensor of type Type and dims {N}, its raw_data Raw.
+onnx::TensorProto rawTensor(int Type, int64_t N, std::string Raw) {
+  onnx::TensorProto T;
+  T.set_data_type(Type);
+  T.add_dims(N);
+  T.set_raw_data(std::move(Raw));
+  return T;
+}
+
+TEST(SmallTensors, RawDataOfEachIntegerWidth) {
+  using TP = onnx::TensorProto;
+  llvm::SmallVector<int64_t, 4> Is;
+  auto Ints = [&](const TP &T) {
+    EXPECT_TRUE(smallTensorInts(T, Is));
+    return std::vector<int64_t>(Is.begin(), Is.end());
+  };
+  EXPECT_EQ(Ints(rawTensor(TP::INT8, 2, std::string("\xff\x02", 2))),
+            (std::vector<int64_t>{-1, 2}));
+  EXPECT_EQ(Ints(rawTensor(TP::UINT8, 1, "\xff")), (std::vector<int64_t>{255}));
+  EXPECT_EQ(Ints(rawTensor(TP::BOOL, 2, std::string("\x01\x00", 2))),
+            (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(Ints(rawTensor(TP::INT16, 1, "\xfe\xff")), (std::vector<int64_t>{-2}));
+  EXPECT_EQ(Ints(rawTensor(TP::UINT16, 1, "\xfe\xff")), (std::vector<int64_t>{65534}));
+  EXPECT_EQ(Ints(rawTensor(TP::INT32, 1, "\xfd\xff\xff\xff")), (std::vector<int64_t>{-3}));
+  EXPECT_EQ(Ints(rawTensor(TP::UINT32, 1, "\xff\xff\xff\xff")),
+            (std::vector<int64_t>{4294967295}));
+  EXPECT_EQ(Ints(rawTensor(TP::INT64, 1, std::string("\x05\0\0\0\0\0\0\0", 8))),
+            (std::vector<int64_t>{5}));
+  EXPECT_EQ(Ints(rawTensor(TP::UINT64, 1, std::string("\x07\0\0\0\0\0\0\0", 8))),
+            (std::vector<int64_t>{7}));
+  // raw_data of the wrong size: the typed field is read instead.
+  TP Typed = rawTensor(TP::INT64, 2, "xyz");
+  Typed.add_int64_data(8);
+  Typed.add_int64_data(-9);
+  EXPECT_EQ(Ints(Typed), (std::vector<int64_t>{8, -9}));
+  // Neither: not read.
+  EXPECT_FALSE(smallTensorInts(rawTensor(TP::INT64, 2, "xyz"), Is));
+}
+
+TEST(SmallTensors, RawDataOfFloats) {
+  using TP = onnx::TensorProto;
+  llvm::SmallVector<double, 4> Fs;
+  ASSERT_TRUE(smallTensorFloats(rawTensor(TP::FLOAT16, 2, std::string("\x00\x3c\x00\xc0", 4)), Fs));
+  EXPECT_EQ(std::vector<double>(Fs.begin(), Fs.end()), (std::vector<double>{1.0, -2.0}));
+  ASSERT_TRUE(smallTensorFloats(rawTensor(TP::FLOAT, 1, std::string("\x00\x00\x40\x3f", 4)), Fs));
+  EXPECT_EQ(Fs[0], 0.75);
+  TP Typed = rawTensor(TP::DOUBLE, 1, "");
+  Typed.clear_raw_data();
+  Typed.add_double_data(2.5);
+  ASSERT_TRUE(smallTensorFloats(Typed, Fs));
+  EXPECT_EQ(Fs[0], 2.5);
 }
 
 TEST(InternSymbol, OneCopyPerName) {
