@@ -49,50 +49,52 @@ static int64_t numElems(const onnx::TensorProto &T) {
 
 } // namespace
 
+/// Fills Out with T's N elements from raw_data read as little-endian Raw,
+/// each converted by Conv; false (Out untouched) unless raw_data holds
+/// exactly N of them.
+template <typename Raw, typename OutT, typename ConvFn>
+static bool fromRaw(const onnx::TensorProto &T, int64_t N, llvm::SmallVectorImpl<OutT> &Out,
+                    ConvFn Conv) {
+  if (!T.has_raw_data() || int64_t(T.raw_data().size()) != int64_t(sizeof(Raw)) * N)
+    return false;
+  for (int64_t I = 0; I < N; ++I)
+    Out.push_back(Conv(readLE<Raw>(T.raw_data(), I)));
+  return true;
+}
+template <typename Raw, typename OutT>
+static bool fromRaw(const onnx::TensorProto &T, int64_t N, llvm::SmallVectorImpl<OutT> &Out) {
+  return fromRaw<Raw>(T, N, Out, [](Raw X) { return OutT(X); });
+}
+
 /// A small integer tensor's elements (int and bool types).
 bool ridge::smallTensorInts(const onnx::TensorProto &T, llvm::SmallVectorImpl<int64_t> &Out,
                             int64_t Max) {
   int64_t N = numElems(T);
   if (N < 0 || N > Max)
     return false;
-  const std::string &Raw = T.raw_data();
-  bool HasRaw = T.has_raw_data();
   Out.clear();
   using TP = onnx::TensorProto;
   switch (T.data_type()) {
   case TP::INT64:
-    if (HasRaw && int64_t(Raw.size()) == 8 * N)
-      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<int64_t>(Raw, I));
-    else if (T.int64_data_size() == N)
+    if (!fromRaw<int64_t>(T, N, Out) && T.int64_data_size() == N)
       Out.assign(T.int64_data().begin(), T.int64_data().end());
     break;
   case TP::INT32:
-    if (HasRaw && int64_t(Raw.size()) == 4 * N)
-      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<int32_t>(Raw, I));
-    else if (T.int32_data_size() == N)
+    if (!fromRaw<int32_t>(T, N, Out) && T.int32_data_size() == N)
       Out.assign(T.int32_data().begin(), T.int32_data().end());
     break;
   case TP::INT8: case TP::UINT8: case TP::BOOL: case TP::INT16: case TP::UINT16: {
-    int Bytes = T.data_type() == TP::INT16 || T.data_type() == TP::UINT16 ? 2 : 1;
-    bool Signed = T.data_type() == TP::INT8 || T.data_type() == TP::INT16;
-    if (HasRaw && int64_t(Raw.size()) == Bytes * N) {
-      for (int64_t I = 0; I < N; ++I) {
-        if (Bytes == 1)
-          Out.push_back(Signed ? int64_t(readLE<int8_t>(Raw, I)) : int64_t(readLE<uint8_t>(Raw, I)));
-        else
-          Out.push_back(Signed ? int64_t(readLE<int16_t>(Raw, I)) : int64_t(readLE<uint16_t>(Raw, I)));
-      }
-    } else if (T.int32_data_size() == N) {
+    bool Raw = T.data_type() == TP::INT8    ? fromRaw<int8_t>(T, N, Out)
+               : T.data_type() == TP::INT16  ? fromRaw<int16_t>(T, N, Out)
+               : T.data_type() == TP::UINT16 ? fromRaw<uint16_t>(T, N, Out)
+                                             : fromRaw<uint8_t>(T, N, Out);
+    if (!Raw && T.int32_data_size() == N)
       Out.assign(T.int32_data().begin(), T.int32_data().end());
-    }
     break;
   }
   case TP::UINT32: case TP::UINT64:
-    if (HasRaw && T.data_type() == TP::UINT32 && int64_t(Raw.size()) == 4 * N)
-      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<uint32_t>(Raw, I));
-    else if (HasRaw && int64_t(Raw.size()) == 8 * N)
-      for (int64_t I = 0; I < N; ++I) Out.push_back(int64_t(readLE<uint64_t>(Raw, I)));
-    else if (T.uint64_data_size() == N)
+    if (!(T.data_type() == TP::UINT32 && fromRaw<uint32_t>(T, N, Out)) &&
+        !fromRaw<uint64_t>(T, N, Out) && T.uint64_data_size() == N)
       Out.assign(T.uint64_data().begin(), T.uint64_data().end());
     break;
   default:
@@ -107,27 +109,19 @@ bool ridge::smallTensorFloats(const onnx::TensorProto &T, llvm::SmallVectorImpl<
   int64_t N = numElems(T);
   if (N < 0 || N > Max)
     return false;
-  const std::string &Raw = T.raw_data();
-  bool HasRaw = T.has_raw_data();
   Out.clear();
   using TP = onnx::TensorProto;
   switch (T.data_type()) {
   case TP::FLOAT:
-    if (HasRaw && int64_t(Raw.size()) == 4 * N)
-      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<float>(Raw, I));
-    else if (T.float_data_size() == N)
+    if (!fromRaw<float>(T, N, Out) && T.float_data_size() == N)
       Out.assign(T.float_data().begin(), T.float_data().end());
     break;
   case TP::DOUBLE:
-    if (HasRaw && int64_t(Raw.size()) == 8 * N)
-      for (int64_t I = 0; I < N; ++I) Out.push_back(readLE<double>(Raw, I));
-    else if (T.double_data_size() == N)
+    if (!fromRaw<double>(T, N, Out) && T.double_data_size() == N)
       Out.assign(T.double_data().begin(), T.double_data().end());
     break;
   case TP::FLOAT16:
-    if (HasRaw && int64_t(Raw.size()) == 2 * N)
-      for (int64_t I = 0; I < N; ++I) Out.push_back(halfToFloat(readLE<uint16_t>(Raw, I)));
-    else if (T.int32_data_size() == N)
+    if (!fromRaw<uint16_t>(T, N, Out, halfToFloat) && T.int32_data_size() == N)
       for (int32_t X : T.int32_data()) Out.push_back(halfToFloat(uint16_t(X)));
     break;
   default:
