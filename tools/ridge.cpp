@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "analyzer/Calibrate.h"
 #include "analyzer/Device.h"
+#include "analyzer/HugePageHeap.h"
 #include "analyzer/Loader.h"
 #include "passes/Passes.h"
 #include "passes/Planner.h"
@@ -230,6 +231,7 @@ static int finish(llvm::raw_fd_ostream &Out, int RC) {
 }
 
 int main(int argc, char **argv) {
+  ridge::reexecWithHugePageHeap(argv); // first: nothing done yet is lost
   llvm::InitLLVM X(argc, argv);
   cl::SetVersionPrinter([](llvm::raw_ostream &OS) {
     OS << "ridge " << RIDGE_VERSION << " (ONNX 1.12 opsets up to 17 inferred, LLVM "
