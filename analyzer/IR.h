@@ -72,6 +72,9 @@ public:
   std::string Name;
   ValueKind Kind = ValueKind::Intermediate;
   DType Elem = DType::Undefined;
+  /// Position in its graph's Values, in order of definition: two imports
+  /// of one file number their values alike.
+  uint32_t Id = 0;
   std::optional<Shape> Shp; ///< nullopt: rank unknown
   Node *Producer = nullptr;
   llvm::SmallVector<Node *, 2> Users;
@@ -179,9 +182,12 @@ public:
     }
     Value *V = new (Next++) Value();
     --Left;
+    V->Id = uint32_t(Ptrs.size());
     Ptrs.push_back(V);
     return *V;
   }
+  /// The value with Id I (I < size()).
+  Value *operator[](size_t I) const { return Ptrs[I]; }
   using iterator = llvm::pointee_iterator<std::vector<Value *>::const_iterator>;
   iterator begin() const { return iterator(Ptrs.begin()); }
   iterator end() const { return iterator(Ptrs.end()); }

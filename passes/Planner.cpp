@@ -215,7 +215,10 @@ private:
   const PlanOptions &Opts;
   DiagnosticEngine &Diags;
   const Device &Dev;
-  std::unique_ptr<Model> M1, M2;
+  std::unique_ptr<Model> M1;
+  /// Byte size of each main-graph value at micro-batch 2, by Value::Id (the
+  /// graph at micro-batch 2 is freed once its costs are summed).
+  std::vector<double> Bytes2;
   std::vector<Position> Pos;
   std::vector<Affine> LiveBytes; ///< activation bytes live on boundary k (before position k)
   /// Stage boundaries: after the last position of each segment between the
@@ -372,6 +375,8 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     RecomputePlan Full, Sel;
     std::vector<PhaseCost> F, B;
     std::vector<double> S, SS, Ck, Live;
+    double In = 0;                  ///< graph input bytes
+    size_t NumNodes = 0, NumValues = 0;
   } Sides[2];
   auto Run = [&](int I, DiagnosticEngine &D, bool Timed) -> llvm::Error {
     Side &X = Sides[I];
@@ -390,6 +395,23 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     X.Sel = planRecompute(*X.M, X.C, Config::Recompute::Selective, FloatBytes);
     collect(*X.M, X.C, X.Full, X.Sel, FloatBytes, X.F, X.B, X.S, X.SS, X.Ck);
     X.Live = liveBytes(*X.M->Main, FloatBytes);
+    const Graph &Main = *X.M->Main;
+    for (const Value *V : Main.Inputs)
+      if (!V->isInitializer())
+        X.In += V->numBytes().value_or(0);
+    X.NumNodes = Main.Nodes.size();
+    X.NumValues = Main.Values.size();
+    if (I == 1) {
+      // Micro-batch 2 is kept as numbers only: the byte size of every
+      // main-graph value (by Id; tpPlan reads those of collectives), then
+      // the graph is freed here, so that its memory serves the search.
+      Bytes2.resize(X.NumValues);
+      for (const Value &V : Main.Values)
+        Bytes2[V.Id] = valueBytes(&V, FloatBytes);
+      X.C = CostResult();
+      X.Full = X.Sel = RecomputePlan();
+      X.M.reset();
+    }
     return llvm::Error::success();
   };
   std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer,
@@ -422,9 +444,8 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   }
   if (*E2)
     return std::move(*E2);
-  M2 = std::move(Sides[1].M);
   Phase.emplace(Opts.Timer, "plan: prepare the search");
-  if (M1->Main->Nodes.size() != M2->Main->Nodes.size())
+  if (Sides[0].NumNodes != Sides[1].NumNodes || Sides[0].NumValues != Sides[1].NumValues)
     return fileError(M1->Path, "the graph changes with the batch size; cannot plan it");
   std::vector<PhaseCost> F[2] = {std::move(Sides[0].F), std::move(Sides[1].F)};
   std::vector<PhaseCost> B[2] = {std::move(Sides[0].B), std::move(Sides[1].B)};
@@ -501,14 +522,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   LiveBytes.resize(N + 1);
   for (size_t P = 0; P <= N; ++P)
     LiveBytes[P] = Affine::fit(Live[0][P], Live[1][P]);
-  double In1 = 0, In2 = 0;
-  for (const Value *V : M1->Main->Inputs)
-    if (!V->isInitializer())
-      In1 += V->numBytes().value_or(0);
-  for (const Value *V : M2->Main->Inputs)
-    if (!V->isInitializer())
-      In2 += V->numBytes().value_or(0);
-  InputBytes = Affine::fit(In1, In2);
+  InputBytes = Affine::fit(Sides[0].In, Sides[1].In);
 
   // Compact per-position data for the search. Positions with equal costs,
   // type and backward flag take equal times at every micro-batch and split:
@@ -740,9 +754,11 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   for (const TPCollective &Col : TP.Sharding.Collectives) {
     auto [It, New] = CollCostOf.try_emplace({Col.Tensor, unsigned(Col.Kind)}, 0);
     if (New) {
-      const Value *V2 = M2->Main->lookup(Col.Tensor->Name);
-      double B1 = valueBytes(Col.Tensor, floatBytes(Cfg));
-      double B2 = V2 ? valueBytes(V2, floatBytes(Cfg)) : B1;
+      // Its size at micro-batch 2, by Id when it is a main-graph value.
+      const Value *T = Col.Tensor;
+      bool Main = T->Id < Bytes2.size() && M1->Main->Values[T->Id] == T;
+      double B1 = valueBytes(T, floatBytes(Cfg));
+      double B2 = Main ? Bytes2[T->Id] : B1;
       Affine Bytes = Affine::fit(B1, B2);
       uint64_t A, B;
       std::memcpy(&A, &Bytes.A, sizeof(A));
@@ -1663,7 +1679,6 @@ llvm::Expected<PlanResult> Planner::search() {
   // for, on M1's graph: the models move to the result, which outlives the
   // worker (joined when the planner ends).
   R.Models.push_back(std::move(M1));
-  R.Models.push_back(std::move(M2));
   return R;
 }
 

@@ -107,14 +107,14 @@ struct PlanResult {
   /// Tensor-parallel splits the propagation chose at the winner's degree.
   std::vector<std::pair<std::string, std::string>> WeightSplits; ///< node, col|row|vocab
   double SearchSeconds = 0;
-  /// The graphs planned (at micro-batch 1 and 2), handed to the caller, who
-  /// decides when to free them (ridge exits without).
+  /// The graph planned (at micro-batch 1), handed to the caller, who
+  /// decides when to free it (ridge exits without).
   std::vector<std::unique_ptr<Model>> Models;
 };
 
 /// Loads the model with the batch dimension bound to a micro-batch size,
-/// warnings to Diags, timed by --timing when Timed. Called from two threads
-/// at once (micro-batch 1 and 2).
+/// warnings to Diags, timed by --timing when Timed. Called exactly twice,
+/// from two threads at once (micro-batch 1 and 2).
 using BatchLoader = std::function<llvm::Expected<std::unique_ptr<Model>>(
     int64_t Batch, DiagnosticEngine &Diags, bool Timed)>;
 

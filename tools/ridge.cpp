@@ -17,6 +17,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+#include <atomic>
 #include <cstdlib>
 
 using namespace ridge;
@@ -430,10 +431,16 @@ int main(int argc, char **argv) {
     auto Src = ModelSource::open(ModelPath, LO);
     if (!Src)
       return fail(Src.takeError());
+    // The parsed file is freed when the second of the planner's two loads
+    // returns: the search reuses its memory.
+    std::atomic<int> Loaded{0};
     auto Load = [&](int64_t Batch, DiagnosticEngine &D, bool Timed) {
       LoadOptions Mine = LO;
       Mine.Timer = Timed ? &Timer : nullptr;
-      return loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D);
+      auto M = loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D);
+      if (++Loaded == 2)
+        Src->reset();
+      return M;
     };
     auto R = planParallelism(Load, C, PO, Diags);
     Diags.flush(llvm::errs());
