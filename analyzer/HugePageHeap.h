@@ -10,8 +10,8 @@
 // glibc's malloc reads its tunables (GLIBC_TUNABLES) only when the process
 // starts, so the driver sets them and re-executes itself once, before it
 // does anything else. Skipped when RIDGE_HUGEPAGES=0, when the user already
-// sets glibc.malloc tunables, under valgrind, when the kernel has THP off, and
-// on other C libraries.
+// sets glibc.malloc tunables, under valgrind or a sanitizer (their own
+// allocators), when the kernel has THP off, and on other C libraries.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RIDGE_ANALYZER_HUGEPAGEHEAP_H
@@ -26,8 +26,12 @@ extern const char *const HugePageTunables;
 
 /// Re-executes the running program (/proc/self/exe, same argv) with
 /// HugePageTunables added, when it applies (see the file comment); returns
-/// only when it does not apply or exec fails.
+/// only when it does not apply (or already did) or exec fails.
 void reexecWithHugePageHeap(char **Argv);
+
+/// What the heap runs on after reexecWithHugePageHeap, and why, for
+/// --timing: "transparent huge pages (...)", "4 KiB pages (RIDGE_HUGEPAGES=0)".
+const char *hugePageHeapStatus();
 
 } // namespace ridge
 

@@ -354,6 +354,8 @@ int main(int argc, char **argv) {
 
   Timing Timer(TimePasses);
   LO.Timer = &Timer;
+  if (TimePasses)
+    llvm::errs() << "ridge: heap: " << hugePageHeapStatus() << "\n";
   DiagnosticEngine Diags;
 
   std::error_code EC;
