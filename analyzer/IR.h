@@ -59,6 +59,36 @@ struct Shape {
 /// Where a value comes from.
 enum class ValueKind : uint8_t { Intermediate, GraphInput, Initializer, OuterScope };
 
+/// An optional value kept on the heap: one pointer in the object holding it
+/// (most values are neither initializers nor small constants, and a 100k-node
+/// graph has 150k values), with value semantics otherwise: a copy copies the
+/// contents.
+template <typename T> class Boxed {
+public:
+  Boxed() = default;
+  Boxed(const Boxed &O) : P(O.P ? std::make_unique<T>(*O.P) : nullptr) {}
+  Boxed(Boxed &&) noexcept = default;
+  Boxed &operator=(const Boxed &O) {
+    if (this != &O)
+      P = O.P ? std::make_unique<T>(*O.P) : nullptr;
+    return *this;
+  }
+  Boxed &operator=(Boxed &&) noexcept = default;
+  template <typename... Args> T &emplace(Args &&...A) {
+    P = std::make_unique<T>(std::forward<Args>(A)...);
+    return *P;
+  }
+  void reset() { P.reset(); }
+  explicit operator bool() const { return P != nullptr; }
+  T &operator*() { return *P; }
+  const T &operator*() const { return *P; }
+  T *operator->() { return P.get(); }
+  const T *operator->() const { return P.get(); }
+
+private:
+  std::unique_ptr<T> P;
+};
+
 /// What ridge knows of an initializer; its payload is never loaded.
 struct InitializerInfo {
   bool External = false;        ///< data_location = EXTERNAL
@@ -83,10 +113,10 @@ public:
   /// shape to know (ops on such values are costed without one). A value with
   /// no type information at all is not NonTensor: its shape is unknown.
   bool NonTensor = false;
-  std::optional<InitializerInfo> Init; ///< set for initializers
+  Boxed<InitializerInfo> Init; ///< set for initializers
   /// Small integer constant contents, when the loader saw them (shape
   /// tensors, axes); used by ridge's own shape rules.
-  std::optional<llvm::SmallVector<int64_t, 4>> IntData;
+  Boxed<llvm::SmallVector<int64_t, 4>> IntData;
 
   bool isInitializer() const { return Kind == ValueKind::Initializer; }
   bool hasKnownShape() const { return Shp && Shp->isFullyKnown(); }

@@ -3333,7 +3333,7 @@ struct ValueState {
   Value *V;
   DType Elem;
   std::optional<Shape> Shp;
-  std::optional<SmallVector<int64_t, 4>> IntData;
+  Boxed<SmallVector<int64_t, 4>> IntData;
 };
 
 void snapshot(Graph &G, std::vector<ValueState> &Out) {
