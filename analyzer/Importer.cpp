@@ -1,5 +1,6 @@
 //===- Importer.cpp - ONNX ModelProto to ridge IR -------------------------===//
 #include "analyzer/Importer.h"
+#include "analyzer/OnnxWire.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -28,7 +29,7 @@ static float halfToFloat(uint16_t H) {
   return Sign ? -F : F;
 }
 
-template <typename T> static T readLE(const std::string &Raw, size_t I) {
+template <typename T> static T readLE(llvm::StringRef Raw, size_t I) {
   T X;
   std::memcpy(&X, Raw.data() + I * sizeof(T), sizeof(T));
   return X;
@@ -36,9 +37,9 @@ template <typename T> static T readLE(const std::string &Raw, size_t I) {
 
 /// Elements of T by its dims: -1 if a dim is negative, INT64_MAX past it
 /// (dims come from the file: a product can overflow).
-static int64_t numElems(const onnx::TensorProto &T) {
+static int64_t numElems(const wire::Tensor &T) {
   int64_t N = 1;
-  for (int64_t D : T.dims()) {
+  for (int64_t D : T.Dims) {
     if (D < 0)
       return -1;
     if (__builtin_mul_overflow(N, D, &N))
@@ -53,49 +54,56 @@ static int64_t numElems(const onnx::TensorProto &T) {
 /// each converted by Conv; false (Out untouched) unless raw_data holds
 /// exactly N of them.
 template <typename Raw, typename OutT, typename ConvFn>
-static bool fromRaw(const onnx::TensorProto &T, int64_t N, llvm::SmallVectorImpl<OutT> &Out,
+static bool fromRaw(const wire::Tensor &T, int64_t N, llvm::SmallVectorImpl<OutT> &Out,
                     ConvFn Conv) {
-  if (!T.has_raw_data() || int64_t(T.raw_data().size()) != int64_t(sizeof(Raw)) * N)
+  if (!T.HasRaw || int64_t(T.Raw.size()) != int64_t(sizeof(Raw)) * N)
     return false;
   for (int64_t I = 0; I < N; ++I)
-    Out.push_back(Conv(readLE<Raw>(T.raw_data(), I)));
+    Out.push_back(Conv(readLE<Raw>(T.Raw, I)));
   return true;
 }
 template <typename Raw, typename OutT>
-static bool fromRaw(const onnx::TensorProto &T, int64_t N, llvm::SmallVectorImpl<OutT> &Out) {
+static bool fromRaw(const wire::Tensor &T, int64_t N, llvm::SmallVectorImpl<OutT> &Out) {
   return fromRaw<Raw>(T, N, Out, [](Raw X) { return OutT(X); });
 }
 
+/// Out = List when it has exactly N elements.
+template <typename ListT, typename OutT>
+static void fromList(const ListT &List, int64_t N, llvm::SmallVectorImpl<OutT> &Out) {
+  if (int64_t(List.size()) == N)
+    Out.assign(List.begin(), List.end());
+}
+
 /// A small integer tensor's elements (int and bool types).
-bool ridge::smallTensorInts(const onnx::TensorProto &T, llvm::SmallVectorImpl<int64_t> &Out,
+bool ridge::smallTensorInts(const wire::Tensor &T, llvm::SmallVectorImpl<int64_t> &Out,
                             int64_t Max) {
   int64_t N = numElems(T);
   if (N < 0 || N > Max)
     return false;
   Out.clear();
   using TP = onnx::TensorProto;
-  switch (T.data_type()) {
+  switch (T.DataType) {
   case TP::INT64:
-    if (!fromRaw<int64_t>(T, N, Out) && T.int64_data_size() == N)
-      Out.assign(T.int64_data().begin(), T.int64_data().end());
+    if (!fromRaw<int64_t>(T, N, Out))
+      fromList(T.Int64Data, N, Out);
     break;
   case TP::INT32:
-    if (!fromRaw<int32_t>(T, N, Out) && T.int32_data_size() == N)
-      Out.assign(T.int32_data().begin(), T.int32_data().end());
+    if (!fromRaw<int32_t>(T, N, Out))
+      fromList(T.Int32Data, N, Out);
     break;
   case TP::INT8: case TP::UINT8: case TP::BOOL: case TP::INT16: case TP::UINT16: {
-    bool Raw = T.data_type() == TP::INT8    ? fromRaw<int8_t>(T, N, Out)
-               : T.data_type() == TP::INT16  ? fromRaw<int16_t>(T, N, Out)
-               : T.data_type() == TP::UINT16 ? fromRaw<uint16_t>(T, N, Out)
-                                             : fromRaw<uint8_t>(T, N, Out);
-    if (!Raw && T.int32_data_size() == N)
-      Out.assign(T.int32_data().begin(), T.int32_data().end());
+    bool Raw = T.DataType == TP::INT8    ? fromRaw<int8_t>(T, N, Out)
+               : T.DataType == TP::INT16  ? fromRaw<int16_t>(T, N, Out)
+               : T.DataType == TP::UINT16 ? fromRaw<uint16_t>(T, N, Out)
+                                          : fromRaw<uint8_t>(T, N, Out);
+    if (!Raw)
+      fromList(T.Int32Data, N, Out);
     break;
   }
   case TP::UINT32: case TP::UINT64:
-    if (!(T.data_type() == TP::UINT32 && fromRaw<uint32_t>(T, N, Out)) &&
-        !fromRaw<uint64_t>(T, N, Out) && T.uint64_data_size() == N)
-      Out.assign(T.uint64_data().begin(), T.uint64_data().end());
+    if (!(T.DataType == TP::UINT32 && fromRaw<uint32_t>(T, N, Out)) &&
+        !fromRaw<uint64_t>(T, N, Out))
+      fromList(T.Uint64Data, N, Out);
     break;
   default:
     return false;
@@ -104,25 +112,25 @@ bool ridge::smallTensorInts(const onnx::TensorProto &T, llvm::SmallVectorImpl<in
 }
 
 /// A small floating-point tensor's elements.
-bool ridge::smallTensorFloats(const onnx::TensorProto &T, llvm::SmallVectorImpl<double> &Out,
+bool ridge::smallTensorFloats(const wire::Tensor &T, llvm::SmallVectorImpl<double> &Out,
                               int64_t Max) {
   int64_t N = numElems(T);
   if (N < 0 || N > Max)
     return false;
   Out.clear();
   using TP = onnx::TensorProto;
-  switch (T.data_type()) {
+  switch (T.DataType) {
   case TP::FLOAT:
-    if (!fromRaw<float>(T, N, Out) && T.float_data_size() == N)
-      Out.assign(T.float_data().begin(), T.float_data().end());
+    if (!fromRaw<float>(T, N, Out))
+      fromList(T.FloatData, N, Out);
     break;
   case TP::DOUBLE:
-    if (!fromRaw<double>(T, N, Out) && T.double_data_size() == N)
-      Out.assign(T.double_data().begin(), T.double_data().end());
+    if (!fromRaw<double>(T, N, Out))
+      fromList(T.DoubleData, N, Out);
     break;
   case TP::FLOAT16:
-    if (!fromRaw<uint16_t>(T, N, Out, halfToFloat) && T.int32_data_size() == N)
-      for (int32_t X : T.int32_data()) Out.push_back(halfToFloat(uint16_t(X)));
+    if (!fromRaw<uint16_t>(T, N, Out, halfToFloat) && int64_t(T.Int32Data.size()) == N)
+      for (int32_t X : T.Int32Data) Out.push_back(halfToFloat(uint16_t(X)));
     break;
   default:
     return false;
@@ -130,11 +138,40 @@ bool ridge::smallTensorFloats(const onnx::TensorProto &T, llvm::SmallVectorImpl<
   return int64_t(Out.size()) == N;
 }
 
+wire::DecodeOptions ridge::trustedDecode() {
+  wire::DecodeOptions Opts;
+  Opts.Strict = false;
+  Opts.MaxDepth = 100;
+  return Opts;
+}
+
+/// F applied to T as the importer reads it: serialized, then decoded.
+template <typename OutT, typename FnT>
+static bool onDecoded(const onnx::TensorProto &T, llvm::SmallVectorImpl<OutT> &Out,
+                      int64_t Max, FnT Fn) {
+  wire::Tensor W;
+  std::string Bytes = T.SerializeAsString(); // W refers into it
+  return wire::decodeTensor(Bytes, W, trustedDecode()) && Fn(W, Out, Max);
+}
+
+bool ridge::smallTensorInts(const onnx::TensorProto &T, llvm::SmallVectorImpl<int64_t> &Out,
+                            int64_t Max) {
+  return onDecoded(T, Out, Max, [](const wire::Tensor &W, auto &O, int64_t M) {
+    return smallTensorInts(W, O, M);
+  });
+}
+
+bool ridge::smallTensorFloats(const onnx::TensorProto &T, llvm::SmallVectorImpl<double> &Out,
+                              int64_t Max) {
+  return onDecoded(T, Out, Max, [](const wire::Tensor &W, auto &O, int64_t M) {
+    return smallTensorFloats(W, O, M);
+  });
+}
 
 namespace {
 
-std::string normalizeDomain(const std::string &D) {
-  return D == "ai.onnx" ? std::string() : D;
+std::string normalizeDomain(llvm::StringRef D) {
+  return D == "ai.onnx" ? std::string() : D.str();
 }
 
 class Importer {
@@ -143,7 +180,7 @@ public:
            DiagnosticEngine &Diags)
       : M(M), File(File), ModelDir(ModelDir), Diags(Diags) {}
 
-  Error importGraph(const onnx::GraphProto &GP, Graph &G,
+  Error importGraph(const wire::Graph &GP, Graph &G,
                     const std::map<std::string, int64_t> &Opsets);
   /// One warning per missing external file, not one per initializer (a
   /// generated model can have hundreds of thousands).
@@ -161,82 +198,78 @@ private:
   Error err(const llvm::Twine &Msg) { return fileError(File, Msg); }
 
   /// What names the tensor in errors (a Twine: built only for an error).
-  Error importTensorMeta(const onnx::TensorProto &T, const llvm::Twine &What,
+  Error importTensorMeta(const wire::Tensor &T, const llvm::Twine &What,
                          DType &Elem, llvm::SmallVectorImpl<int64_t> &Dims);
-  Error importType(const onnx::TypeProto &T, Value &V);
-  Error importInitializer(const onnx::TensorProto &T, Graph &G,
+  Error importType(const wire::Type &T, Value &V);
+  Error importInitializer(const wire::Tensor &T, Graph &G,
                           const llvm::SmallVectorImpl<int64_t> *SparseDims);
-  Error checkExternalData(const onnx::TensorProto &T, InitializerInfo &Info);
-  Error importAttribute(const onnx::AttributeProto &AP, Node &N, Graph &G,
+  Error checkExternalData(const wire::Tensor &T, InitializerInfo &Info);
+  Error importAttribute(const wire::Attribute &AP, Node &N, Graph &G,
                         const std::map<std::string, int64_t> &Opsets);
   Error sortTopologically(Graph &G);
 };
 
-Error Importer::importTensorMeta(const onnx::TensorProto &T,
+Error Importer::importTensorMeta(const wire::Tensor &T,
                                  const llvm::Twine &What, DType &Elem,
                                  llvm::SmallVectorImpl<int64_t> &Dims) {
-  auto D = dtypeFromOnnx(T.data_type());
+  auto D = dtypeFromOnnx(T.DataType);
   if (!D || *D == DType::Undefined)
-    return err(formatv("{0} has unknown element type {1}", What.str(), T.data_type()));
+    return err(formatv("{0} has unknown element type {1}", What.str(), T.DataType));
   Elem = *D;
-  for (int I = 0; I < T.dims_size(); ++I) {
-    if (T.dims(I) < 0)
+  for (size_t I = 0; I < T.Dims.size(); ++I) {
+    if (T.Dims[I] < 0)
       return err(formatv("{0} has negative dim {1} at axis {2}", What.str(),
-                         T.dims(I), I));
-    Dims.push_back(T.dims(I));
+                         T.Dims[I], I));
+    Dims.push_back(T.Dims[I]);
   }
   return Error::success();
 }
 
-Error Importer::importType(const onnx::TypeProto &T, Value &V) {
-  if (T.has_sequence_type() || T.has_map_type() || T.has_optional_type() ||
-      T.has_sparse_tensor_type()) {
+Error Importer::importType(const wire::Type &T, Value &V) {
+  using K = wire::Type::Kind;
+  if (T.K == K::Sequence || T.K == K::Map || T.K == K::Optional || T.K == K::SparseTensor) {
     V.NonTensor = true; // no dense tensor shape to know
     return Error::success();
   }
-  if (!T.has_tensor_type())
+  if (T.K != K::Tensor)
     return Error::success(); // no type information: shape unknown
-  const auto &TT = T.tensor_type();
-  if (TT.elem_type() != 0) {
-    auto D = dtypeFromOnnx(TT.elem_type());
+  if (T.ElemType != 0) {
+    auto D = dtypeFromOnnx(T.ElemType);
     if (!D)
-      return err(formatv("value '{0}' has unknown element type {1}", V.Name,
-                         TT.elem_type()));
+      return err(formatv("value '{0}' has unknown element type {1}", V.Name, T.ElemType));
     V.Elem = *D;
   }
-  if (!TT.has_shape())
+  if (!T.HasShape)
     return Error::success();
   Shape S;
-  for (int I = 0; I < TT.shape().dim_size(); ++I) {
-    const auto &D = TT.shape().dim(I);
-    if (D.has_dim_value()) {
-      if (D.dim_value() < 0)
+  for (size_t I = 0; I < T.Dims.size(); ++I) {
+    const wire::Dimension &D = T.Dims[I];
+    if (D.K == wire::Dimension::Kind::Value) {
+      if (D.Value < 0)
         return err(formatv("value '{0}' has negative dim {1} at axis {2}",
-                           V.Name, D.dim_value(), I));
-      S.Dims.push_back(Dim::known(D.dim_value()));
+                           V.Name, D.Value, I));
+      S.Dims.push_back(Dim::known(D.Value));
     } else {
-      S.Dims.push_back(Dim::symbolic(D.dim_param()));
+      S.Dims.push_back(Dim::symbolic(D.Param));
     }
   }
   V.Shp = std::move(S);
   return Error::success();
 }
 
-Error Importer::checkExternalData(const onnx::TensorProto &T,
+Error Importer::checkExternalData(const wire::Tensor &T,
                                   InitializerInfo &Info) {
   Info.External = true;
-  for (const auto &KV : T.external_data())
-    if (KV.key() == "location")
-      Info.Location = KV.value();
+  Info.Location = T.Location.str();
   const std::string &Loc = Info.Location;
   auto Refuse = [&](llvm::StringRef Why) {
     return err(formatv("initializer '{0}': external data location '{1}' {2}; "
                        "refused",
-                       T.name(), Loc, Why));
+                       T.Name, Loc, Why));
   };
   if (Loc.empty())
     return err(formatv("initializer '{0}' is external but names no location",
-                       T.name()));
+                       T.Name));
   if (llvm::sys::path::is_absolute(Loc) || Loc[0] == '/' || Loc[0] == '\\')
     return Refuse("is an absolute path");
   for (auto It = llvm::sys::path::begin(Loc), E = llvm::sys::path::end(Loc);
@@ -274,15 +307,15 @@ Error Importer::checkExternalData(const onnx::TensorProto &T,
 }
 
 Error Importer::importInitializer(
-    const onnx::TensorProto &T, Graph &G,
+    const wire::Tensor &T, Graph &G,
     const llvm::SmallVectorImpl<int64_t> *SparseDims) {
-  if (T.name().empty())
+  if (T.Name.empty())
     return err("an initializer has no name");
-  auto [V, Added] = G.tryAddValue(T.name(), ValueKind::Initializer);
+  auto [V, Added] = G.tryAddValue(T.Name, ValueKind::Initializer);
   if (!Added)
-    return err(formatv("initializer '{0}' is defined twice", T.name()));
+    return err(formatv("initializer '{0}' is defined twice", T.Name));
   llvm::SmallVector<int64_t, 4> Dims;
-  if (Error E = importTensorMeta(T, "initializer '" + llvm::Twine(T.name()) + "'",
+  if (Error E = importTensorMeta(T, "initializer '" + llvm::Twine(T.Name) + "'",
                                  V->Elem, Dims))
     return E;
   if (SparseDims)
@@ -291,13 +324,13 @@ Error Importer::importInitializer(
   for (int64_t D : Dims)
     V->Shp->Dims.push_back(Dim::known(D));
   V->Init.emplace();
-  if (T.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
+  if (T.DataLocation == onnx::TensorProto_DataLocation_EXTERNAL)
     if (Error E = checkExternalData(T, *V->Init))
       return E;
   if (V->Init->LocationMissing) {
     auto &Seen = MissingExternal[V->Init->Location];
     if (Seen.first.empty())
-      Seen.first = T.name();
+      Seen.first = T.Name.str();
     ++Seen.second;
   }
   // Keep small integer contents (shape vectors, axes, empty lists too) for
@@ -309,36 +342,36 @@ Error Importer::importInitializer(
   return Error::success();
 }
 
-Attribute::Kind attributeKind(const onnx::AttributeProto &A) {
+Attribute::Kind attributeKind(const wire::Attribute &A) {
   using K = Attribute::Kind;
-  if (A.type() != onnx::AttributeProto_AttributeType_UNDEFINED)
-    return static_cast<K>(A.type()); // same numbering as onnx.proto
+  if (A.Type != onnx::AttributeProto_AttributeType_UNDEFINED)
+    return static_cast<K>(A.Type); // same numbering as onnx.proto
   // Old exporters leave the type unset: infer it from the field present.
-  if (A.has_f()) return K::Float;
-  if (A.has_i()) return K::Int;
-  if (A.has_s()) return K::String;
-  if (A.has_t()) return K::Tensor;
-  if (A.has_g()) return K::Graph;
-  if (A.floats_size()) return K::Floats;
-  if (A.ints_size()) return K::Ints;
-  if (A.strings_size()) return K::Strings;
-  if (A.tensors_size()) return K::Tensors;
-  if (A.graphs_size()) return K::Graphs;
+  if (A.HasF) return K::Float;
+  if (A.HasI) return K::Int;
+  if (A.HasS) return K::String;
+  if (A.HasT) return K::Tensor;
+  if (A.HasG) return K::Graph;
+  if (!A.Floats.empty()) return K::Floats;
+  if (!A.Ints.empty()) return K::Ints;
+  if (!A.Strings.empty()) return K::Strings;
+  if (!A.Tensors.empty()) return K::Tensors;
+  if (!A.Graphs.empty()) return K::Graphs;
   return K::Undefined;
 }
 
-Error Importer::importAttribute(const onnx::AttributeProto &AP, Node &N,
+Error Importer::importAttribute(const wire::Attribute &AP, Node &N,
                                 Graph &G,
                                 const std::map<std::string, int64_t> &Opsets) {
   Attribute A;
-  A.Name = AP.name();
+  A.Name = AP.Name.str();
   A.K = attributeKind(AP);
   using K = Attribute::Kind;
-  auto ImportSub = [&](const onnx::GraphProto &SP) -> Error {
+  auto ImportSub = [&](const wire::Graph &SP) -> Error {
     auto Sub = std::make_unique<Graph>();
     Sub->Parent = &G;
     Sub->ParentNode = &N;
-    Sub->Name = SP.name().empty() ? N.Name + "." + A.Name : SP.name();
+    Sub->Name = SP.Name.empty() ? N.Name + "." + A.Name : SP.Name.str();
     if (Error E = importGraph(SP, *Sub, Opsets))
       return E;
     // What the subgraph reads from outside it, the node reads too.
@@ -350,32 +383,39 @@ Error Importer::importAttribute(const onnx::AttributeProto &AP, Node &N,
     return Error::success();
   };
   switch (A.K) {
-  case K::Float: A.F = AP.f(); break;
-  case K::Int: A.I = AP.i(); break;
-  case K::String: A.S = AP.s(); break;
-  case K::Floats: A.Floats.assign(AP.floats().begin(), AP.floats().end()); break;
-  case K::Ints: A.Ints.assign(AP.ints().begin(), AP.ints().end()); break;
-  case K::Strings: A.Strings.assign(AP.strings().begin(), AP.strings().end()); break;
+  case K::Float: A.F = AP.F; break;
+  case K::Int: A.I = AP.I; break;
+  case K::String: A.S = AP.S.str(); break;
+  case K::Floats: A.Floats.assign(AP.Floats.begin(), AP.Floats.end()); break;
+  case K::Ints: A.Ints.assign(AP.Ints.begin(), AP.Ints.end()); break;
+  case K::Strings:
+    for (llvm::StringRef X : AP.Strings)
+      A.Strings.push_back(X.str());
+    break;
   case K::Tensor: {
     if (Error E = importTensorMeta(
-            AP.t(), "attribute '" + llvm::Twine(A.Name) + "' of node '" + N.Name + "'",
+            AP.T, "attribute '" + llvm::Twine(A.Name) + "' of node '" + N.Name + "'",
             A.TensorElem, A.TensorDims))
       return E;
     // Small payloads (a Constant's shape vector or scale) feed shape rules.
     llvm::SmallVector<int64_t, 8> Ints;
     llvm::SmallVector<double, 8> Floats;
-    if (smallTensorInts(AP.t(), Ints))
+    if (smallTensorInts(AP.T, Ints))
       A.Ints.assign(Ints.begin(), Ints.end());
-    else if (smallTensorFloats(AP.t(), Floats))
+    else if (smallTensorFloats(AP.T, Floats))
       A.Floats.assign(Floats.begin(), Floats.end());
     break;
   }
   case K::Graph:
-    if (Error E = ImportSub(AP.g()))
+    if (AP.G) {
+      if (Error E = ImportSub(*AP.G))
+        return E;
+    } else if (Error E = ImportSub(wire::Graph())) { // type GRAPH, no graph: empty
       return E;
+    }
     break;
   case K::Graphs:
-    for (const auto &SP : AP.graphs())
+    for (const auto &SP : AP.Graphs)
       if (Error E = ImportSub(SP))
         return E;
     break;
@@ -386,59 +426,57 @@ Error Importer::importAttribute(const onnx::AttributeProto &AP, Node &N,
   return Error::success();
 }
 
-Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
+Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                             const std::map<std::string, int64_t> &Opsets) {
   if (G.Name.empty())
-    G.Name = GP.name().empty() ? "main" : GP.name();
-  G.reserveValues(GP.initializer_size() + GP.input_size() + 2 * GP.node_size());
-  for (const auto &T : GP.initializer())
+    G.Name = GP.Name.empty() ? "main" : GP.Name.str();
+  G.reserveValues(GP.Initializers.size() + GP.Inputs.size() + 2 * GP.Nodes.size());
+  for (const auto &T : GP.Initializers)
     if (Error E = importInitializer(T, G, nullptr))
       return E;
-  for (const auto &ST : GP.sparse_initializer()) {
-    llvm::SmallVector<int64_t, 4> Dims(ST.dims().begin(), ST.dims().end());
-    if (Error E = importInitializer(ST.values(), G, &Dims))
+  for (const auto &ST : GP.SparseInitializers)
+    if (Error E = importInitializer(ST.Values, G, &ST.Dims))
       return E;
-  }
-  for (const auto &VI : GP.input()) {
-    if (VI.name().empty())
+  for (const auto &VI : GP.Inputs) {
+    if (VI.Name.empty())
       return err(formatv("graph '{0}' has an input with no name", G.Name));
-    Value *V = G.lookupLocal(VI.name());
+    Value *V = G.lookupLocal(VI.Name);
     if (!V)
-      V = G.addValue(VI.name(), ValueKind::GraphInput);
+      V = G.addValue(VI.Name, ValueKind::GraphInput);
     else if (llvm::find(G.Inputs, V) != G.Inputs.end())
-      return err(formatv("graph '{0}' lists input '{1}' twice", G.Name, VI.name()));
+      return err(formatv("graph '{0}' lists input '{1}' twice", G.Name, VI.Name));
     if (!V->isInitializer())
-      if (Error E = importType(VI.type(), *V))
+      if (Error E = importType(VI.Ty, *V))
         return E;
     G.Inputs.push_back(V);
   }
 
   // Pass 1: nodes and the values they define.
-  G.Nodes.reserve(GP.node_size());
-  for (int I = 0; I < GP.node_size(); ++I) {
-    const auto &NP = GP.node(I);
+  G.Nodes.reserve(GP.Nodes.size());
+  for (size_t I = 0; I < GP.Nodes.size(); ++I) {
+    const wire::Node &NP = GP.Nodes[I];
     auto N = std::make_unique<Node>();
-    N->OpType = NP.op_type();
-    N->Domain = normalizeDomain(NP.domain());
+    N->OpType = NP.OpType.str();
+    N->Domain = normalizeDomain(NP.Domain);
     // Unnamed nodes: "<OpType>_<index>" in the main graph (and function
     // bodies); "<graph name>/<OpType>_<index>" inside subgraphs, so that
     // rows of different bodies cannot be confused.
-    if (NP.name().empty())
-      N->Name = G.Parent ? formatv("{0}/{1}_{2}", G.Name, NP.op_type(), I).str()
-                         : formatv("{0}_{1}", NP.op_type(), I).str();
+    if (NP.Name.empty())
+      N->Name = G.Parent ? formatv("{0}/{1}_{2}", G.Name, NP.OpType, I).str()
+                         : formatv("{0}_{1}", NP.OpType, I).str();
     else
-      N->Name = NP.name();
+      N->Name = NP.Name.str();
     N->Parent = &G;
     if (N->OpType.empty())
       return err(formatv("node '{0}' has no op_type", N->Name));
     auto OS = Opsets.find(N->Domain);
     if (OS != Opsets.end())
       N->OpsetVersion = OS->second;
-    else if (!M.findFunction(NP.domain(), NP.op_type()))
+    else if (!M.findFunction(NP.Domain, NP.OpType))
       return err(formatv("node '{0}' ({1}) uses domain '{2}', which the model "
                          "does not import (unknown domain)",
                          N->Name, N->OpType, N->domainName()));
-    for (const auto &Out : NP.output()) {
+    for (llvm::StringRef Out : NP.Outputs) {
       if (Out.empty()) {
         N->Outputs.push_back(nullptr);
         continue;
@@ -459,10 +497,10 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
     G.Nodes.push_back(std::move(N));
   }
   // Pass 2: attributes (subgraphs may read any value defined above) and inputs.
-  for (int I = 0; I < GP.node_size(); ++I) {
-    const auto &NP = GP.node(I);
+  for (size_t I = 0; I < GP.Nodes.size(); ++I) {
+    const wire::Node &NP = GP.Nodes[I];
     Node &N = *G.Nodes[I];
-    for (const auto &AP : NP.attribute())
+    for (const auto &AP : NP.Attrs)
       if (Error E = importAttribute(AP, N, G, Opsets))
         return E;
     // Control flow without its bodies has no meaning (and crashes ONNX's
@@ -480,8 +518,8 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
                              N.OpType, Name));
       }
     }
-    for (int J = 0; J < NP.input_size(); ++J) {
-      const std::string &In = NP.input(J);
+    for (size_t J = 0; J < NP.Inputs.size(); ++J) {
+      llvm::StringRef In = NP.Inputs[J];
       if (In.empty()) {
         N.Inputs.push_back(nullptr);
         continue;
@@ -501,21 +539,21 @@ Error Importer::importGraph(const onnx::GraphProto &GP, Graph &G,
       V->Users.push_back(&N);
     }
   }
-  for (const auto &VI : GP.value_info())
-    if (Value *V = G.lookupLocal(VI.name()))
+  for (const auto &VI : GP.ValueInfos)
+    if (Value *V = G.lookupLocal(VI.Name))
       if (V->Kind == ValueKind::Intermediate)
-        if (Error E = importType(VI.type(), *V))
+        if (Error E = importType(VI.Ty, *V))
           return E;
-  for (const auto &VI : GP.output()) {
-    Value *V = G.lookup(VI.name());
+  for (const auto &VI : GP.Outputs) {
+    Value *V = G.lookup(VI.Name);
     if (!V)
       return err(formatv("graph '{0}' output '{1}' is not produced by any node, "
                          "graph input or initializer",
-                         G.Name, VI.name()));
+                         G.Name, VI.Name));
     if (!V->Shp || V->Elem == DType::Undefined) {
       Value Declared;
       Declared.Name = V->Name;
-      if (Error E = importType(VI.type(), Declared))
+      if (Error E = importType(VI.Ty, Declared))
         return E;
       if (!V->Shp)
         V->Shp = Declared.Shp;
@@ -607,61 +645,66 @@ void Importer::reportMissingExternal() {
 } // namespace
 
 llvm::Expected<std::unique_ptr<Model>>
-ridge::importModel(const onnx::ModelProto &Proto, llvm::StringRef File,
+ridge::importModel(const wire::Model &Proto, llvm::StringRef File,
                    llvm::StringRef ModelDir, DiagnosticEngine &Diags) {
   auto M = std::make_unique<Model>();
   M->Path = File.str();
-  M->IrVersion = Proto.ir_version();
-  M->Producer = Proto.producer_name();
-  if (!Proto.producer_version().empty())
-    M->Producer += " " + Proto.producer_version();
-  if (!Proto.has_graph())
+  M->IrVersion = Proto.IrVersion;
+  M->Producer = Proto.ProducerName.str();
+  if (!Proto.ProducerVersion.empty())
+    M->Producer += " " + Proto.ProducerVersion.str();
+  if (!Proto.HasGraph)
     return fileError(File, "not an ONNX model: it has no graph");
-  for (const auto &OS : Proto.opset_import()) {
-    std::string D = normalizeDomain(OS.domain());
-    if (OS.version() <= 0)
+  for (const auto &OS : Proto.Opsets) {
+    std::string D = normalizeDomain(OS.Domain);
+    if (OS.Version <= 0)
       return fileError(File, formatv("opset version {0} for domain '{1}' is "
                                      "invalid",
-                                     OS.version(), D.empty() ? "ai.onnx" : D));
-    if (D.empty() && OS.version() > MaxKnownOnnxOpset)
+                                     OS.Version, D.empty() ? "ai.onnx" : D));
+    if (D.empty() && OS.Version > MaxKnownOnnxOpset)
       return fileError(File, formatv("imports ai.onnx opset {0}, newer than any "
                                      "ridge knows (up to {1}); unknown opset",
-                                     OS.version(), MaxKnownOnnxOpset));
-    if (D.empty() && OS.version() > MaxInferableOnnxOpset)
+                                     OS.Version, MaxKnownOnnxOpset));
+    if (D.empty() && OS.Version > MaxInferableOnnxOpset)
       Diags.warn(File, formatv("ai.onnx opset {0} is newer than ONNX 1.12's "
                                "({1}): ops whose definition changed since may "
                                "get no inferred shapes",
-                               OS.version(), MaxInferableOnnxOpset));
-    M->Opsets[D] = OS.version();
+                               OS.Version, MaxInferableOnnxOpset));
+    M->Opsets[D] = OS.Version;
   }
   Importer I(*M, File, ModelDir, Diags);
   // Functions first: nodes of the main graph may call them.
-  for (const auto &FP : Proto.functions()) {
+  for (const auto &FP : Proto.Functions) {
     Function F;
-    F.Domain = FP.domain();
-    F.Name = FP.name();
-    F.AttributeNames.assign(FP.attribute().begin(), FP.attribute().end());
+    F.Domain = FP.Domain.str();
+    F.Name = FP.Name.str();
+    for (llvm::StringRef A : FP.AttributeNames)
+      F.AttributeNames.push_back(A.str());
     F.Body = std::make_unique<Graph>();
     F.Body->Name = F.Domain + "." + F.Name;
     M->Functions.push_back(std::move(F));
   }
   for (size_t FI = 0; FI < M->Functions.size(); ++FI) {
-    const auto &FP = Proto.functions(FI);
-    onnx::GraphProto Body;
-    for (const auto &In : FP.input())
-      Body.add_input()->set_name(In);
-    for (const auto &Out : FP.output())
-      Body.add_output()->set_name(Out);
-    *Body.mutable_node() = FP.node();
+    const wire::Function &FP = Proto.Functions[FI];
     std::map<std::string, int64_t> Opsets = M->Opsets;
-    for (const auto &OS : FP.opset_import())
-      Opsets[normalizeDomain(OS.domain())] = OS.version();
-    if (Error E = I.importGraph(Body, *M->Functions[FI].Body, Opsets))
+    for (const auto &OS : FP.Opsets)
+      Opsets[normalizeDomain(OS.Domain)] = OS.Version;
+    if (Error E = I.importGraph(FP.Body, *M->Functions[FI].Body, Opsets))
       return E;
   }
   M->Main = std::make_unique<Graph>();
-  if (Error E = I.importGraph(Proto.graph(), *M->Main, M->Opsets))
+  if (Error E = I.importGraph(Proto.G, *M->Main, M->Opsets))
     return E;
   I.reportMissingExternal();
   return M;
+}
+
+llvm::Expected<std::unique_ptr<Model>>
+ridge::importModel(const onnx::ModelProto &Proto, llvm::StringRef File,
+                   llvm::StringRef ModelDir, DiagnosticEngine &Diags) {
+  std::string Bytes = Proto.SerializeAsString(); // the decoded model refers into it
+  wire::Model W;
+  if (!wire::decodeModel(Bytes, W, trustedDecode()))
+    return fileError(File, "cannot decode the model protobuf serialized");
+  return importModel(W, File, ModelDir, Diags);
 }

@@ -1,0 +1,183 @@
+//===- OnnxWire.h - ONNX messages decoded in place from the wire format -*- C++ -*-===//
+//
+// The importer reads a model through these structs, never through protobuf's
+// generated classes: strings are StringRefs into the bytes decoded (a
+// memory-mapped file, or what protobuf serialized), tensor payloads are
+// decoded only when small (the lean reader's rule), and a 100k-node graph
+// costs no protobuf objects (71 MB and a single-threaded parse before).
+//
+// The decoder follows protobuf's parsing rules for ONNX 1.12's onnx.proto:
+// the last of a repeated singular scalar wins, a singular message given twice
+// is merged, a oneof keeps its last member, packed and unpacked repeated
+// scalars are both read, a known field with an unexpected wire type is an
+// unknown field (skipped), and an enum value out of range leaves the field
+// as it was.
+//
+// Strict mode is for a file's own bytes: decodeModel returns false for
+// anything it does not check as protobuf would (malformed bytes, nesting
+// deeper than MaxDepth, and fields whose contents it does not decode:
+// functions, training_info, metadata_props, quantization_annotation, sparse
+// tensors, non-tensor types, type-proto attributes). The loader then takes
+// the protobuf path, which reports malformed files, inlines functions and
+// serializes what it parsed for this decoder in trusted mode, where those
+// fields are accepted (their presence noted, their contents skipped).
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_ANALYZER_ONNXWIRE_H
+#define RIDGE_ANALYZER_ONNXWIRE_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ridge::wire {
+
+struct Tensor {
+  llvm::StringRef Name;
+  int32_t DataType = 0;
+  llvm::SmallVector<int64_t, 4> Dims;
+  int32_t DataLocation = 0;       ///< 1: EXTERNAL
+  llvm::StringRef Location;       ///< the last external_data "location" value
+  /// Payload, decoded only when its fields total at most KeepPayloadBytes.
+  bool HasRaw = false;
+  llvm::StringRef Raw;
+  std::vector<float> FloatData;
+  std::vector<int32_t> Int32Data;
+  std::vector<int64_t> Int64Data;
+  std::vector<double> DoubleData;
+  std::vector<uint64_t> Uint64Data;
+};
+
+struct SparseTensor {
+  Tensor Values, Indices;
+  llvm::SmallVector<int64_t, 4> Dims;
+};
+
+struct Dimension {
+  enum class Kind : uint8_t { None, Value, Param } K = Kind::None;
+  int64_t Value = 0;
+  llvm::StringRef Param;
+};
+
+/// TypeProto: its oneof member; for tensor_type, elem_type and shape.
+struct Type {
+  enum class Kind : uint8_t { None, Tensor, Sequence, Map, Optional, SparseTensor };
+  Kind K = Kind::None;
+  int32_t ElemType = 0;
+  bool HasShape = false;
+  llvm::SmallVector<Dimension, 4> Dims;
+};
+
+struct ValueInfo {
+  llvm::StringRef Name;
+  Type Ty;
+};
+
+struct Graph;
+
+struct Attribute {
+  Attribute() = default;
+  // noexcept, so that std::vector moves them when it grows (they hold
+  // move-only subgraphs).
+  Attribute(Attribute &&) noexcept = default;
+  Attribute &operator=(Attribute &&) noexcept = default;
+  Attribute(const Attribute &) = delete;
+  Attribute &operator=(const Attribute &) = delete;
+
+  llvm::StringRef Name;
+  int32_t Type = 0; ///< AttributeProto.AttributeType; 0 when unset
+  bool HasF = false, HasI = false, HasS = false, HasT = false, HasG = false;
+  float F = 0;
+  int64_t I = 0;
+  llvm::StringRef S;
+  Tensor T;
+  std::unique_ptr<Graph> G;
+  std::vector<float> Floats;
+  std::vector<int64_t> Ints;
+  std::vector<llvm::StringRef> Strings;
+  std::vector<Tensor> Tensors;
+  std::vector<Graph> Graphs;
+};
+
+struct Node {
+  Node() = default;
+  // noexcept, so that std::vector moves them when it grows (they hold
+  // move-only subgraphs).
+  Node(Node &&) noexcept = default;
+  Node &operator=(Node &&) noexcept = default;
+  Node(const Node &) = delete;
+  Node &operator=(const Node &) = delete;
+
+  llvm::StringRef Name, OpType, Domain;
+  llvm::SmallVector<llvm::StringRef, 4> Inputs;
+  llvm::SmallVector<llvm::StringRef, 2> Outputs;
+  std::vector<Attribute> Attrs;
+};
+
+struct Graph {
+  Graph() = default;
+  // noexcept, so that std::vector moves them when it grows (they hold
+  // move-only subgraphs).
+  Graph(Graph &&) noexcept = default;
+  Graph &operator=(Graph &&) noexcept = default;
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  llvm::StringRef Name;
+  std::vector<Node> Nodes;
+  std::vector<Tensor> Initializers;
+  std::vector<SparseTensor> SparseInitializers;
+  std::vector<ValueInfo> Inputs, Outputs, ValueInfos;
+};
+
+struct OpsetId {
+  llvm::StringRef Domain;
+  int64_t Version = 0;
+};
+
+struct Function {
+  Function() = default;
+  // noexcept, so that std::vector moves them when it grows (they hold
+  // move-only subgraphs).
+  Function(Function &&) noexcept = default;
+  Function &operator=(Function &&) noexcept = default;
+  Function(const Function &) = delete;
+  Function &operator=(const Function &) = delete;
+
+  llvm::StringRef Name, Domain;
+  std::vector<llvm::StringRef> AttributeNames;
+  /// The body as a graph: the formal inputs and outputs (names only) and
+  /// the nodes.
+  Graph Body;
+  std::vector<OpsetId> Opsets;
+};
+
+struct Model {
+  int64_t IrVersion = 0;
+  llvm::StringRef ProducerName, ProducerVersion;
+  std::vector<OpsetId> Opsets;
+  bool HasGraph = false;
+  Graph G;
+  std::vector<Function> Functions;
+  /// Tensor payload bytes not decoded (fields of tensors over the limit).
+  uint64_t SkippedPayloadBytes = 0;
+};
+
+struct DecodeOptions {
+  bool Strict = true;
+  uint64_t KeepPayloadBytes = 4096; ///< LeanReadOptions::KeepPayloadBytes
+  unsigned MaxDepth = 64;           ///< LeanReadOptions::MaxDepth
+};
+
+/// Decodes the ModelProto in Bytes into M (which refers into Bytes). False
+/// when the bytes are malformed or, in strict mode, hold what strict mode
+/// leaves to protobuf (see the file comment).
+bool decodeModel(llvm::StringRef Bytes, Model &M, const DecodeOptions &Opts = {});
+/// Decodes one TensorProto (trusted mode: for callers holding a protobuf).
+bool decodeTensor(llvm::StringRef Bytes, Tensor &T, const DecodeOptions &Opts = {});
+
+} // namespace ridge::wire
+
+#endif
