@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "analyzer/Loader.h"
 #include "analyzer/Importer.h"
+#include "analyzer/OnnxWire.h"
 #include "analyzer/ShapeInference.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -516,12 +517,21 @@ void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
 } // namespace
 
 struct ModelSource::Parsed {
-  // Parsed into an arena: the 100k messages of a large graph are freed at
-  // once instead of one by one.
-  google::protobuf::Arena Arena;
-  onnx::ModelProto *Proto = nullptr;
-  std::string Dir; ///< where external data locations are resolved
+  /// The file as read (mapped): the fast path decodes it in place.
+  std::unique_ptr<llvm::MemoryBuffer> File;
+  /// The protobuf path's model, serialized for the decoder (text files,
+  /// files with functions or anything else strict decoding leaves to
+  /// protobuf).
+  std::string Serialized;
+  bool FromProtobuf = false; ///< Wire refers into Serialized, not File
+  wire::Model Wire;
+  std::string Dir;  ///< where external data locations are resolved
   uint64_t FileBytes = 0, Skipped = 0;
+  /// The model as protobuf objects, for ONNX's shape inference (the
+  /// fallback): parsed on first need, once for both loads.
+  std::once_flag ProtoOnce;
+  std::unique_ptr<onnx::ModelProto> Proto;
+  std::string ProtoError;
 };
 
 ModelSource::~ModelSource() = default;
@@ -535,25 +545,46 @@ llvm::Expected<std::unique_ptr<ModelSource>> ModelSource::open(llvm::StringRef P
                                     /*RequiresNullTerminator=*/false);
   if (!BufOrErr)
     return fileError(Path, BufOrErr.getError().message());
-  llvm::StringRef Bytes = (*BufOrErr)->getBuffer();
-  adviseRandomAccess(Bytes);
-
   std::unique_ptr<ModelSource> Src(new ModelSource);
   Src->Path = Path.str();
   Src->P = std::make_unique<Parsed>();
   Parsed &P = *Src->P;
-  P.Proto = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&P.Arena);
-  onnx::ModelProto &Proto = *P.Proto;
+  P.File = std::move(*BufOrErr);
+  llvm::StringRef Bytes = P.File->getBuffer();
+  adviseRandomAccess(Bytes);
   P.FileBytes = Bytes.size();
+
+  // A binary file is decoded where it lies (tensor payloads skipped, no
+  // protobuf objects); what strict decoding leaves to protobuf (malformed
+  // bytes, which protobuf reports; functions, which it inlines; rare
+  // fields) and text files take the protobuf path, serialized for the same
+  // decoder.
   Phase.emplace(Opts.Timer, "load: parse");
-  if (looksLikeText(Path, Bytes)) {
-    if (Error E = parseText(Path, Bytes, Proto))
+  wire::DecodeOptions Strict;
+  Strict.KeepPayloadBytes = Opts.Lean.KeepPayloadBytes;
+  Strict.MaxDepth = Opts.Lean.MaxDepth;
+  bool Text = looksLikeText(Path, Bytes);
+  if (Text || Bytes.empty() || !wire::decodeModel(Bytes, P.Wire, Strict) || !P.Wire.HasGraph) {
+    google::protobuf::Arena Arena;
+    auto *Proto = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&Arena);
+    P.Skipped = 0;
+    if (Text) {
+      if (Error E = parseText(Path, Bytes, *Proto))
+        return E;
+    } else if (Error E = parseBinary(Path, Bytes, Opts.Lean, *Proto, P.Skipped)) {
       return E;
-  } else if (Error E = parseBinary(Path, Bytes, Opts.Lean, Proto, P.Skipped)) {
-    return E;
+    }
+    if (Error E = FunctionInliner(Path, *Proto).run())
+      return E;
+    P.Serialized = Proto->SerializeAsString();
+    P.Wire = wire::Model();
+    if (!wire::decodeModel(P.Serialized, P.Wire, trustedDecode()))
+      return fileError(Path, "cannot decode the model protobuf parsed (internal error)");
+    P.FromProtobuf = true;
+    P.File.reset(); // everything needed is in Serialized
+  } else {
+    P.Skipped = P.Wire.SkippedPayloadBytes;
   }
-  if (Error E = FunctionInliner(Path, Proto).run())
-    return E;
 
   llvm::SmallString<256> Dir(Path == "-" ? "." : Path);
   llvm::sys::path::remove_filename(Dir);
@@ -561,47 +592,64 @@ llvm::Expected<std::unique_ptr<ModelSource>> ModelSource::open(llvm::StringRef P
 
   // The inputs as declared, for binding a batch dim without importing
   // (old exporters list initializers among the inputs: those are left out).
+  const wire::Graph &G = P.Wire.G;
   llvm::StringSet<> Inits, Names;
-  for (const auto &VI : Proto.graph().input())
-    Names.insert(VI.name());
-  for (const auto &T : Proto.graph().initializer())
-    if (Names.contains(T.name()))
-      Inits.insert(T.name());
-  for (const auto &T : Proto.graph().sparse_initializer())
-    if (Names.contains(T.values().name()))
-      Inits.insert(T.values().name());
-  for (const auto &VI : Proto.graph().input()) {
-    if (Inits.contains(VI.name()))
+  for (const auto &VI : G.Inputs)
+    Names.insert(VI.Name);
+  for (const auto &T : G.Initializers)
+    if (Names.contains(T.Name))
+      Inits.insert(T.Name);
+  for (const auto &T : G.SparseInitializers)
+    if (Names.contains(T.Values.Name))
+      Inits.insert(T.Values.Name);
+  for (const auto &VI : G.Inputs) {
+    if (Inits.contains(VI.Name))
       continue;
     Input In;
-    In.Name = VI.name();
-    const auto &T = VI.type();
-    In.Ranked = T.has_tensor_type() && T.tensor_type().has_shape();
+    In.Name = VI.Name.str();
+    In.Ranked = VI.Ty.K == wire::Type::Kind::Tensor && VI.Ty.HasShape;
     if (In.Ranked)
-      for (const auto &D : T.tensor_type().shape().dim())
-        In.Dims.push_back(D.has_dim_value() ? Dim::known(D.dim_value())
-                                            : Dim::symbolic(D.dim_param()));
+      for (const wire::Dimension &D : VI.Ty.Dims)
+        In.Dims.push_back(D.K == wire::Dimension::Kind::Value ? Dim::known(D.Value)
+                                                               : Dim::symbolic(D.Param));
     Src->Inputs.push_back(std::move(In));
   }
   return Src;
 }
 
+/// The model as protobuf objects (for ONNX's shape inference), parsed on
+/// first use: from what the protobuf path serialized, or from the file.
+static const onnx::ModelProto *protoOf(llvm::StringRef Path, ModelSource::Parsed &P,
+                                       const LoadOptions &Opts) {
+  std::call_once(P.ProtoOnce, [&] {
+    P.Proto = std::make_unique<onnx::ModelProto>();
+    uint64_t Skipped = 0;
+    if (P.FromProtobuf) {
+      if (!P.Proto->ParseFromString(P.Serialized))
+        P.ProtoError = "cannot parse the model serialized (internal error)";
+    } else if (Error E = parseBinary(Path, P.File->getBuffer(), Opts.Lean, *P.Proto, Skipped)) {
+      P.ProtoError = llvm::toString(std::move(E));
+    }
+  });
+  return P.ProtoError.empty() ? P.Proto.get() : nullptr;
+}
+
 llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts,
                                                          DiagnosticEngine &Diags) const {
-  auto Import = [&](const onnx::ModelProto &Proto) -> llvm::Expected<std::unique_ptr<Model>> {
+  auto Import = [&](const wire::Model &W) -> llvm::Expected<std::unique_ptr<Model>> {
     try {
-      return importModel(Proto, Path, P->Dir, Diags);
+      return importModel(W, Path, P->Dir, Diags);
     } catch (const std::exception &E) {
       return fileError(Path, llvm::Twine("cannot import model: ") + E.what());
     }
   };
   // Import first: it validates the graph (every input defined, no cycle)
   // before any shape inference sees it. Then the bindings, on the IR (the
-  // parsed file stays as it is for the next load). Then ridge's own shape
+  // decoded file stays as it is for the next load). Then ridge's own shape
   // rules; ONNX's inference (in a child process) only for what they leave
   // unknown.
   std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer, "load: import to IR");
-  llvm::Expected<std::unique_ptr<Model>> M = Import(*P->Proto);
+  llvm::Expected<std::unique_ptr<Model>> M = Import(P->Wire);
   if (!M)
     return M.takeError();
   if (Error E = bindShapes(Path, **M, Opts))
@@ -611,11 +659,18 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
     ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
     if (Stats.Unknown > 0) {
       Phase.emplace(Opts.Timer, "load: ONNX shape inference (fallback)");
-      onnx::ModelProto Bound(*P->Proto);
+      const onnx::ModelProto *Parsed = protoOf(Path, *P, Opts);
+      if (!Parsed)
+        return fileError(Path, P->ProtoError);
+      onnx::ModelProto Bound(*Parsed);
       applyBindings(Bound, Opts);
       inferShapesWithOnnx(Path, Bound, Diags);
       Phase.emplace(Opts.Timer, "load: import to IR");
-      auto Again = Import(Bound);
+      std::string Inferred = Bound.SerializeAsString(); // the decoded model refers into it
+      wire::Model W;
+      if (!wire::decodeModel(Inferred, W, trustedDecode()))
+        return fileError(Path, "cannot decode the model ONNX inferred (internal error)");
+      auto Again = Import(W);
       if (!Again)
         return Again.takeError();
       M = std::move(Again);

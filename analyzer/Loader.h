@@ -23,11 +23,12 @@ struct LoadOptions {
   Timing *Timer = nullptr; ///< --timing: phases "read", "parse", ...
 };
 
-/// A model file read and parsed once (weights skipped, model-local
+/// A model file read and decoded once (weights skipped, model-local
 /// functions inlined), from which the IR can be built any number of times
 /// with different dim bindings: `ridge plan` needs the graph at two batch
-/// sizes and parses it once. load() reads the parsed protobuf only, so two
-/// threads may load from one source at once.
+/// sizes and decodes it once. load() only reads what open() decoded (and
+/// parses protobuf objects once, under a lock, if ONNX's shape inference is
+/// needed), so two threads may load from one source at once.
 class ModelSource {
 public:
   ~ModelSource();
@@ -51,8 +52,9 @@ public:
   };
   const std::vector<Input> &inputs() const { return Inputs; }
 
-private:
   struct Parsed;
+
+private:
   ModelSource() = default;
   std::string Path;
   std::unique_ptr<Parsed> P;
