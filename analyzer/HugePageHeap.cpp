@@ -19,7 +19,7 @@
 
 const char *const ridge::HugePageTunables =
     "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864:"
-    "glibc.malloc.mmap_threshold=33554432";
+    "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184";
 
 static const char *Status = "default pages (ridge's driver did not start)";
 

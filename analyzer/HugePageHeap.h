@@ -20,8 +20,10 @@
 namespace ridge {
 
 /// The GLIBC_TUNABLES ridge adds: malloc madvises its heaps for THP
-/// (hugetlb=1), grows the main heap 64 MiB at a time (top_pad) and serves
-/// blocks up to glibc's limit of 32 MiB from it (mmap_threshold).
+/// (hugetlb=1), grows the main heap 64 MiB at a time (top_pad), serves every
+/// block from its heaps, never from a fresh mmap (mmap_max=0: a 1M-node
+/// graph's 100 MB arrays reuse what the decoded file freed), and keeps what
+/// is freed (trim_threshold: no page is given back to be faulted in again).
 extern const char *const HugePageTunables;
 
 /// Re-executes the running program (/proc/self/exe, same argv) with

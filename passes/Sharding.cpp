@@ -346,7 +346,7 @@ void Propagator::keepUnless(const Node &N, llvm::ArrayRef<int> BadDims) {
 
 void Propagator::run() {
   R.Split.assign(G.Nodes.size(), false);
-  R.WeightSplit.assign(G.Nodes.size(), "");
+  R.WeightSplit.assign(G.Nodes.size(), llvm::StringRef());
   for (const auto &NP : G.Nodes) {
     const Node &N = *NP;
     const std::string &Op = N.OpType;
@@ -411,7 +411,7 @@ ShardingResult ridge::propagateSharding(const Graph &G, unsigned Degree, bool Se
   R.SequenceParallel = SequenceParallel;
   if (Degree <= 1) {
     R.Split.assign(G.Nodes.size(), false);
-    R.WeightSplit.assign(G.Nodes.size(), "");
+    R.WeightSplit.assign(G.Nodes.size(), llvm::StringRef());
     return R;
   }
   Propagator P(G, Degree, SequenceParallel, NeedsGrad, R);

@@ -47,7 +47,7 @@ struct ShardingResult {
   /// Per node of the main graph (by Node::Index): its work is split t ways.
   std::vector<bool> Split;
   /// Per node: a weight split ("col", "row", "vocab") or empty.
-  std::vector<std::string> WeightSplit;
+  std::vector<llvm::StringRef> WeightSplit; ///< string literals
   std::vector<TPCollective> Collectives;
   llvm::DenseMap<const Value *, ShardState> States;
   /// Trainable parameters whose tensor is split across the group.
