@@ -340,10 +340,6 @@ private:
   const DecodeOptions &Opts;
   uint64_t &Skipped;
 
-  static bool string(Fields &F, unsigned W, StringRef &Out) {
-    return W == LengthDelim && F.bytes(Out);
-  }
-
   bool opset(StringRef B, OpsetId &O) {
     Fields F(B);
     while (!F.done()) {
@@ -556,7 +552,9 @@ private:
       bool Known = true;
       switch (Num) {
       case 1:
-        Known = string(F, W, A.Name);
+        if ((Known = W == LengthDelim))
+          if (!F.bytes(A.Name))
+            return false;
         break;
       case 2: // f
         if ((Known = W == Fixed32)) {

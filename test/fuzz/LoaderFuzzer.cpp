@@ -1,9 +1,11 @@
 //===- LoaderFuzzer.cpp - libFuzzer targets: .onnx and .onnxtxt loading ---===//
 //
 // Feeds each input to ridge::loadModel as a file named by
-// RIDGE_FUZZ_EXTENSION: ".onnx" (the lean reader and protobuf) or ".onnxtxt"
-// (ONNX's text parser); then the importer, shape inference and the IR
-// printer. CMake builds it once per extension.
+// RIDGE_FUZZ_EXTENSION: ".onnx" (decoded in place, or the lean reader and
+// protobuf) or ".onnxtxt" (ONNX's text parser); then the importer, shape
+// inference and the IR printer. CMake builds it once per extension. Binary
+// inputs are also decoded both ways and must agree (see
+// checkDecoderAgainstProtobuf).
 // A returned llvm::Error is a correct rejection; a crash, a sanitizer report,
 // a leak, a timeout or an out-of-memory is a finding.
 //
@@ -18,8 +20,12 @@
 // fuzz ridge's own code past inputs that crash ONNX 1.12's inference functions.
 //
 //===----------------------------------------------------------------------===//
+#include "analyzer/Importer.h"
+#include "analyzer/LeanReader.h"
 #include "analyzer/Loader.h"
+#include "analyzer/OnnxWire.h"
 #include "analyzer/PassManager.h"
+#include <onnx/onnx_pb.h>
 #include "llvm/Support/raw_ostream.h"
 #include <cstdint>
 #include <cstdio>
@@ -68,7 +74,43 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   return 0;
 }
 
+/// The in-place decoder against protobuf (binary inputs): bytes strict
+/// decoding accepts must parse with protobuf too and import to the same IR,
+/// or the same error. A difference aborts (a finding).
+void checkDecoderAgainstProtobuf(const uint8_t *Data, size_t Size) {
+  llvm::StringRef Bytes(reinterpret_cast<const char *>(Data), Size);
+  ridge::wire::Model W;
+  if (!ridge::wire::decodeModel(Bytes, W) || !W.HasGraph)
+    return; // the loader takes protobuf's path
+  std::string Filtered;
+  ridge::LeanReadStats Stats;
+  onnx::ModelProto P;
+  if (ridge::leanFilterModel(Bytes, Filtered, Stats) || !P.ParseFromString(Filtered)) {
+    std::fprintf(stderr, "decoded in place, but protobuf refuses it\n");
+    std::abort();
+  }
+  auto Print = [](llvm::Expected<std::unique_ptr<ridge::Model>> M) {
+    if (!M)
+      return "error: " + llvm::toString(M.takeError());
+    std::string S;
+    llvm::raw_string_ostream OS(S);
+    ridge::printModel(**M, OS);
+    return S;
+  };
+  ridge::DiagnosticEngine D1, D2;
+  std::string Mine = Print(ridge::importModel(W, "in.onnx", Dir, D1));
+  std::string Theirs = Print(ridge::importModel(P, "in.onnx", Dir, D2));
+  if (Mine != Theirs || W.SkippedPayloadBytes != Stats.SkippedPayloadBytes) {
+    std::fprintf(stderr, "in-place decoder and protobuf differ:\n--- decoded\n%s\n--- "
+                         "protobuf\n%s\n",
+                 Mine.c_str(), Theirs.c_str());
+    std::abort();
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
+  if (std::string(RIDGE_FUZZ_EXTENSION) == ".onnx")
+    checkDecoderAgainstProtobuf(Data, Size);
   if (!writeInput(Data, Size)) {
     std::perror(RIDGE_FUZZ_NAME ": cannot write the input file");
     std::abort();
