@@ -63,22 +63,28 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     }
   }
   // Collect groups in program order (a group's id is its first member's
-  // index, so iterating ids in order is program order).
-  std::vector<FusionGroup> ById(C->Nodes.size());
+  // index: numbering ids as they first appear is program order), one
+  // FusionGroup per group, not per node.
+  std::vector<uint32_t> Slot(C->Nodes.size(), UINT32_MAX);
+  std::vector<size_t> Ids;
+  for (size_t I = 0; I < C->Nodes.size(); ++I)
+    if (Slot[Group[I]] == UINT32_MAX) {
+      Slot[Group[I]] = uint32_t(Ids.size());
+      Ids.push_back(Group[I]);
+    }
+  std::vector<FusionGroup> ById(Ids.size());
   for (size_t I = 0; I < C->Nodes.size(); ++I) {
     const NodeCost &NC = C->Nodes[I];
-    FusionGroup &G = ById[Group[I]];
+    FusionGroup &G = ById[Slot[Group[I]]];
     G.Members.push_back(I);
     G.Multiplier = NC.Multiplier;
     G.Fwd += NC.Fwd;
     G.Bwd += NC.Bwd;
     G.NeedsBackward |= NC.NeedsBackward;
   }
-  for (size_t Id = 0; Id < ById.size(); ++Id) {
-    FusionGroup &G = ById[Id];
-    if (G.Members.empty())
-      continue;
-    for (const Value *V : Interior[Id]) {
+  for (size_t K = 0; K < ById.size(); ++K) {
+    FusionGroup &G = ById[K];
+    for (const Value *V : Interior[Ids[K]]) {
       double B = valueBytes(V, floatBytes(Cfg));
       G.Fwd.Bytes -= 2 * B;
       if (G.NeedsBackward)
@@ -95,7 +101,7 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     R.StepSecondsAfter += (G.FwdTime.Seconds + G.BwdTime.Seconds) * G.Multiplier;
     if (G.Members.size() > 1) {
       R.FusedOps += G.Members.size() - 1;
-      R.Groups.push_back(G);
+      R.Groups.push_back(std::move(G));
     }
   }
   for (const NodeCost &NC : C->Nodes)

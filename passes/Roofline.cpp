@@ -83,6 +83,7 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
     R.VectorPeak = R.MatrixPeak; // a device with no fp32 figure
   R.RidgePoint = R.MatrixPeak / R.Bandwidth;
 
+  R.Nodes.reserve(C->Nodes.size());
   for (const NodeCost &NC : C->Nodes) {
     NodeRoofline NR;
     // The op's arithmetic type: --dtype, else its first floating output.
