@@ -22,7 +22,7 @@ class Propagator {
 public:
   Propagator(const Graph &G, unsigned T, bool SP, const llvm::DenseSet<const Value *> &NG,
              ShardingResult &R)
-      : G(G), T(T), SP(SP), NeedsGrad(NG), R(R) {}
+      : G(G), T(T), SP(SP), NeedsGrad(NG), R(R), States(G.Values.size()) {}
 
   void run();
 
@@ -32,14 +32,27 @@ private:
   bool SP;
   const llvm::DenseSet<const Value *> &NeedsGrad;
   ShardingResult &R;
+  /// Each value's state, by Value::Id of G's values (R when not set); a
+  /// value of another graph, which G's nodes never read, in Foreign.
+  std::vector<State> States;
+  llvm::DenseMap<const Value *, State> Foreign;
 
+  bool own(const Value *V) const { return V->Id < States.size() && G.Values[V->Id] == V; }
   State get(const Value *V) const {
-    auto It = R.States.find(V);
-    return It == R.States.end() ? State() : It->second;
+    if (!V)
+      return State();
+    if (own(V))
+      return States[V->Id];
+    auto It = Foreign.find(V);
+    return It == Foreign.end() ? State() : It->second;
   }
   void set(const Value *V, State S) {
-    if (V)
-      R.States[V] = S;
+    if (!V)
+      return;
+    if (own(V))
+      States[V->Id] = S;
+    else
+      Foreign[V] = S;
   }
   int rankOf(const Value *V) const { return V && V->Shp ? int(V->Shp->rank()) : -1; }
   int64_t dimOf(const Value *V, int D) const {

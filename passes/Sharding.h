@@ -49,7 +49,6 @@ struct ShardingResult {
   /// Per node: a weight split ("col", "row", "vocab") or empty.
   std::vector<llvm::StringRef> WeightSplit; ///< string literals
   std::vector<TPCollective> Collectives;
-  llvm::DenseMap<const Value *, ShardState> States;
   /// Trainable parameters whose tensor is split across the group.
   llvm::DenseSet<const Value *> SplitParams;
   /// Every dim the propagation asked to split divided by the degree. The
