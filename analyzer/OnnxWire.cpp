@@ -142,73 +142,97 @@ bool isTensorPayload(uint64_t Num) {
   return Num == 4 || Num == 5 || Num == 6 || Num == 7 || Num == 9 || Num == 10 || Num == 11;
 }
 
+/// What a field visitor did with a field: read it, leave it to be skipped
+/// (an unknown field, or a known one of another wire type), or found it
+/// malformed.
+enum class Got { Read, Skip, Bad };
+
+/// Calls Visit(F, Num, Wire) for each field of the message in B, skipping
+/// what it leaves; false on malformed bytes.
+template <typename VisitFn> bool eachField(StringRef B, VisitFn &&Visit) {
+  Fields F(B);
+  while (!F.done()) {
+    uint64_t Num;
+    unsigned W;
+    if (!F.next(Num, W))
+      return false;
+    switch (Visit(F, Num, W)) {
+    case Got::Read:
+      break;
+    case Got::Skip:
+      if (!F.skip(W))
+        return false;
+      break;
+    case Got::Bad:
+      return false;
+    }
+  }
+  return true;
+}
+
+Got ok(bool Read) { return Read ? Got::Read : Got::Bad; }
+
+/// A varint field of wire type Varint read into Out (as protobuf reads its
+/// declared type); any other wire type is an unknown field.
+template <typename T> Got varintField(Fields &F, unsigned W, T &Out) {
+  if (W != Varint)
+    return Got::Skip;
+  uint64_t V;
+  if (!F.varint(V))
+    return Got::Bad;
+  Out = T(V);
+  return Got::Read;
+}
+
+/// A length-delimited field: its bytes to Out.
+Got bytesField(Fields &F, unsigned W, StringRef &Out) {
+  return W != LengthDelim ? Got::Skip : ok(F.bytes(Out));
+}
+
+/// A message field: its bytes decoded by Decode(Sub).
+template <typename DecodeFn> Got messageField(Fields &F, unsigned W, DecodeFn &&Decode) {
+  StringRef Sub;
+  if (W != LengthDelim)
+    return Got::Skip;
+  return ok(F.bytes(Sub) && Decode(Sub));
+}
+
+/// A repeated integer field, packed or not.
+template <typename VecT> Got varintsField(Fields &F, unsigned W, VecT &Out) {
+  return W != Varint && W != LengthDelim ? Got::Skip : ok(readVarints(F, W, Out));
+}
+
 class Decoder {
 public:
   Decoder(const DecodeOptions &Opts, uint64_t &Skipped) : Opts(Opts), Skipped(Skipped) {}
 
   bool model(StringRef B, Model &M) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       switch (Num) {
-      case 1: // ir_version
-        if (W == Varint) {
-          uint64_t V;
-          if (!F.varint(V))
-            return false;
-          M.IrVersion = int64_t(V);
-          continue;
-        }
-        break;
-      case 2: // producer_name
-      case 3: // producer_version
-        if (W == LengthDelim) {
-          if (!F.bytes(Sub))
-            return false;
-          (Num == 2 ? M.ProducerName : M.ProducerVersion) = Sub;
-          continue;
-        }
-        break;
+      case 1: return varintField(F, W, M.IrVersion);
+      case 2: return bytesField(F, W, M.ProducerName);
+      case 3: return bytesField(F, W, M.ProducerVersion);
       case 7: // graph (merged when repeated)
-        if (W == LengthDelim) {
-          if (!F.bytes(Sub) || !graph(Sub, M.G, 1))
-            return false;
+        return messageField(F, W, [&](StringRef Sub) {
           M.HasGraph = true;
-          continue;
-        }
-        break;
-      case 8: // opset_import
-        if (W == LengthDelim) {
+          return graph(Sub, M.G, 1);
+        });
+      case 8:
+        return messageField(F, W, [&](StringRef Sub) {
           M.Opsets.emplace_back();
-          if (!F.bytes(Sub) || !opset(Sub, M.Opsets.back()))
-            return false;
-          continue;
-        }
-        break;
-      case 25: // functions
-        if (W == LengthDelim) {
-          if (Opts.Strict)
-            return false; // inlined by the protobuf path
+          return opset(Sub, M.Opsets.back());
+        });
+      case 25: // functions: inlined on the protobuf path
+        return messageField(F, W, [&](StringRef Sub) {
           M.Functions.emplace_back();
-          if (!F.bytes(Sub) || !function(Sub, M.Functions.back(), 1))
-            return false;
-          continue;
-        }
-        break;
+          return !Opts.Strict && function(Sub, M.Functions.back(), 1);
+        });
       case 14: // metadata_props
       case 20: // training_info
-        if (W == LengthDelim && Opts.Strict)
-          return false;
-        break;
+        return W == LengthDelim && Opts.Strict ? Got::Bad : Got::Skip;
       }
-      if (!F.skip(W))
-        return false;
-    }
-    return true;
+      return Got::Skip;
+    });
   }
 
   bool tensor(StringRef B, Tensor &T, unsigned Depth) {
@@ -223,114 +247,80 @@ public:
     };
     llvm::SmallVector<Payload, 4> Payloads;
     uint64_t PayloadBytes = 0;
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
+    bool Ok = eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       if (isTensorPayload(Num)) {
         const uint8_t *At = F.pos();
         if (!F.skip(W))
-          return false;
+          return Got::Bad;
         PayloadBytes += uint64_t(F.pos() - At);
         Payloads.push_back({Num, W, At});
-        continue;
+        return Got::Read;
       }
       switch (Num) {
-      case 1: // dims
-        if (W == Varint || W == LengthDelim) {
-          if (!readVarints(F, W, T.Dims))
-            return false;
-          continue;
-        }
-        break;
-      case 2: // data_type
-        if (W == Varint) {
-          uint64_t V;
-          if (!F.varint(V))
-            return false;
-          T.DataType = int32_t(V);
-          continue;
-        }
-        break;
-      case 3: // segment
-        if (W == LengthDelim) {
-          if (!F.bytes(Sub) || !segment(Sub))
-            return false;
-          continue;
-        }
-        break;
-      case 8: // name
-        if (W == LengthDelim) {
-          if (!F.bytes(T.Name))
-            return false;
-          continue;
-        }
-        break;
-      case 13: // external_data
-        if (W == LengthDelim) {
+      case 1: return varintsField(F, W, T.Dims);
+      case 2: return varintField(F, W, T.DataType);
+      case 3: return messageField(F, W, [](StringRef Sub) { return segment(Sub); });
+      case 8: return bytesField(F, W, T.Name);
+      case 13: // external_data: the last "location" entry
+        return messageField(F, W, [&](StringRef Sub) {
           StringRef Key, Value;
-          if (!F.bytes(Sub) || !entry(Sub, Key, Value))
+          if (!entry(Sub, Key, Value))
             return false;
           if (Key == "location")
             T.Location = Value;
-          continue;
-        }
-        break;
-      case 14: // data_location (enum: DEFAULT, EXTERNAL)
-        if (W == Varint) {
-          uint64_t V;
-          if (!F.varint(V))
-            return false;
-          if (int32_t(V) == 0 || int32_t(V) == 1)
-            T.DataLocation = int32_t(V);
-          continue;
-        }
-        break;
+          return true;
+        });
+      case 14: { // data_location (enum: DEFAULT, EXTERNAL)
+        int32_t L = T.DataLocation;
+        Got G = varintField(F, W, L);
+        if (L == 0 || L == 1)
+          T.DataLocation = L;
+        return G;
       }
-      if (!F.skip(W))
-        return false;
-    }
+      }
+      return Got::Skip;
+    });
+    if (!Ok)
+      return false;
     if (PayloadBytes > Opts.KeepPayloadBytes) {
       Skipped += PayloadBytes;
       return true;
     }
     for (const Payload &Pl : Payloads) {
-      Fields V(StringRef(reinterpret_cast<const char *>(Pl.At), B.end() - reinterpret_cast<const char *>(Pl.At)));
-      bool Ok = true;
+      Fields V(StringRef(reinterpret_cast<const char *>(Pl.At),
+                         B.end() - reinterpret_cast<const char *>(Pl.At)));
+      bool Read = true;
       switch (Pl.Num) {
       case 4:
         if (Pl.Wire == Fixed32 || Pl.Wire == LengthDelim)
-          Ok = readFixed<float, float>(V, Pl.Wire, Fixed32, T.FloatData);
+          Read = readFixed<float, float>(V, Pl.Wire, Fixed32, T.FloatData);
         break;
       case 5:
         if (Pl.Wire == Varint || Pl.Wire == LengthDelim)
-          Ok = readVarints(V, Pl.Wire, T.Int32Data);
+          Read = readVarints(V, Pl.Wire, T.Int32Data);
         break;
       case 7:
         if (Pl.Wire == Varint || Pl.Wire == LengthDelim)
-          Ok = readVarints(V, Pl.Wire, T.Int64Data);
+          Read = readVarints(V, Pl.Wire, T.Int64Data);
         break;
       case 9:
         if (Pl.Wire == LengthDelim) {
-          Ok = V.bytes(T.Raw);
+          Read = V.bytes(T.Raw);
           T.HasRaw = true;
         }
         break;
       case 10:
         if (Pl.Wire == Fixed64 || Pl.Wire == LengthDelim)
-          Ok = readFixed<double, double>(V, Pl.Wire, Fixed64, T.DoubleData);
+          Read = readFixed<double, double>(V, Pl.Wire, Fixed64, T.DoubleData);
         break;
       case 11:
         if (Pl.Wire == Varint || Pl.Wire == LengthDelim)
-          Ok = readVarints(V, Pl.Wire, T.Uint64Data);
+          Read = readVarints(V, Pl.Wire, T.Uint64Data);
         break;
       default: // string_data: framing checked above, contents unused
         break;
       }
-      if (!Ok)
+      if (!Read)
         return false;
     }
     return true;
@@ -340,434 +330,266 @@ private:
   const DecodeOptions &Opts;
   uint64_t &Skipped;
 
-  bool opset(StringRef B, OpsetId &O) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      if (Num == 1 && W == LengthDelim) {
-        if (!F.bytes(O.Domain))
-          return false;
-      } else if (Num == 2 && W == Varint) {
-        uint64_t V;
-        if (!F.varint(V))
-          return false;
-        O.Version = int64_t(V);
-      } else if (!F.skip(W)) {
-        return false;
-      }
-    }
-    return true;
+  static bool opset(StringRef B, OpsetId &O) {
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+      return Num == 1 ? bytesField(F, W, O.Domain)
+             : Num == 2 ? varintField(F, W, O.Version)
+                        : Got::Skip;
+    });
   }
 
   /// StringStringEntryProto.
   static bool entry(StringRef B, StringRef &Key, StringRef &Value) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      if ((Num == 1 || Num == 2) && W == LengthDelim) {
-        if (!F.bytes(Num == 1 ? Key : Value))
-          return false;
-      } else if (!F.skip(W)) {
-        return false;
-      }
-    }
-    return true;
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+      return Num == 1 ? bytesField(F, W, Key) : Num == 2 ? bytesField(F, W, Value) : Got::Skip;
+    });
   }
 
-  /// TensorProto.Segment: checked, not kept.
+  /// TensorProto.Segment: its framing checked, nothing kept.
   static bool segment(StringRef B) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W) || !F.skip(W))
-        return false;
-    }
-    return true;
+    return eachField(B, [](Fields &, uint64_t, unsigned) { return Got::Skip; });
   }
 
   bool sparse(StringRef B, SparseTensor &S, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
-      if ((Num == 1 || Num == 2) && W == LengthDelim) {
-        if (!F.bytes(Sub) || !tensor(Sub, Num == 1 ? S.Values : S.Indices, Depth + 1))
-          return false;
-      } else if (Num == 3 && (W == Varint || W == LengthDelim)) {
-        if (!readVarints(F, W, S.Dims))
-          return false;
-      } else if (!F.skip(W)) {
-        return false;
-      }
-    }
-    return true;
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+      if (Num == 1 || Num == 2)
+        return messageField(F, W, [&](StringRef Sub) {
+          return tensor(Sub, Num == 1 ? S.Values : S.Indices, Depth + 1);
+        });
+      return Num == 3 ? varintsField(F, W, S.Dims) : Got::Skip;
+    });
   }
 
-  bool dimension(StringRef B, Dimension &D) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      if (Num == 1 && W == Varint) { // oneof: the last member wins
-        uint64_t V;
-        if (!F.varint(V))
-          return false;
+  static bool dimension(StringRef B, Dimension &D) {
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+      // oneof value: the last member wins.
+      if (Num == 1 && W == Varint) {
         D.K = Dimension::Kind::Value;
-        D.Value = int64_t(V);
         D.Param = {};
-      } else if (Num == 2 && W == LengthDelim) {
-        if (!F.bytes(D.Param))
-          return false;
+        return varintField(F, W, D.Value);
+      }
+      if (Num == 2 && W == LengthDelim) {
         D.K = Dimension::Kind::Param;
         D.Value = 0;
-      } else if (!F.skip(W)) {
-        return false;
+        return bytesField(F, W, D.Param);
       }
-    }
-    return true;
+      return Got::Skip;
+    });
   }
 
-  bool shape(StringRef B, Type &T) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
-      if (Num == 1 && W == LengthDelim) {
-        T.Dims.emplace_back();
-        if (!F.bytes(Sub) || !dimension(Sub, T.Dims.back()))
-          return false;
-      } else if (!F.skip(W)) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  bool tensorType(StringRef B, Type &T) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
-      if (Num == 1 && W == Varint) {
-        uint64_t V;
-        if (!F.varint(V))
-          return false;
-        T.ElemType = int32_t(V);
-      } else if (Num == 2 && W == LengthDelim) {
-        if (!F.bytes(Sub) || !shape(Sub, T))
-          return false;
-        T.HasShape = true;
-      } else if (!F.skip(W)) {
-        return false;
-      }
-    }
-    return true;
+  static bool tensorType(StringRef B, Type &T) {
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+      if (Num == 1)
+        return varintField(F, W, T.ElemType);
+      if (Num == 2) // shape (merged when repeated)
+        return messageField(F, W, [&](StringRef Sub) {
+          T.HasShape = true;
+          return eachField(Sub, [&](Fields &G, uint64_t N, unsigned X) {
+            return N != 1 ? Got::Skip : messageField(G, X, [&](StringRef Dim) {
+              T.Dims.emplace_back();
+              return dimension(Dim, T.Dims.back());
+            });
+          });
+        });
+      return Got::Skip;
+    });
   }
 
   bool type(StringRef B, Type &T) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       Type::Kind K = Num == 1   ? Type::Kind::Tensor
                      : Num == 4 ? Type::Kind::Sequence
                      : Num == 5 ? Type::Kind::Map
                      : Num == 9 ? Type::Kind::Optional
                      : Num == 8 ? Type::Kind::SparseTensor
                                 : Type::Kind::None;
-      if (K == Type::Kind::None || W != LengthDelim) {
-        if (!F.skip(W))
-          return false;
-        continue;
-      }
-      if (K != Type::Kind::Tensor && Opts.Strict)
-        return false; // their contents are left to protobuf
-      if (!F.bytes(Sub))
-        return false;
-      if (T.K != K) { // oneof: another member clears this one
-        T = Type();
-        T.K = K;
-      }
-      if (K == Type::Kind::Tensor && !tensorType(Sub, T))
-        return false;
-    }
-    return true;
+      if (K == Type::Kind::None)
+        return Got::Skip;
+      return messageField(F, W, [&](StringRef Sub) {
+        if (K != Type::Kind::Tensor && Opts.Strict)
+          return false; // their contents are left to protobuf
+        if (T.K != K) { // oneof: another member clears this one
+          T = Type();
+          T.K = K;
+        }
+        return K != Type::Kind::Tensor || tensorType(Sub, T);
+      });
+    });
   }
 
   bool valueInfo(StringRef B, ValueInfo &V) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
-      if (Num == 1 && W == LengthDelim) {
-        if (!F.bytes(V.Name))
-          return false;
-      } else if (Num == 2 && W == LengthDelim) {
-        if (!F.bytes(Sub) || !type(Sub, V.Ty))
-          return false;
-      } else if (!F.skip(W)) {
-        return false;
-      }
-    }
-    return true;
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+      if (Num == 1)
+        return bytesField(F, W, V.Name);
+      if (Num == 2)
+        return messageField(F, W, [&](StringRef Sub) { return type(Sub, V.Ty); });
+      return Got::Skip;
+    });
   }
 
   bool attribute(StringRef B, Attribute &A, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
-      uint64_t V;
-      bool Known = true;
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       switch (Num) {
-      case 1:
-        if ((Known = W == LengthDelim))
-          if (!F.bytes(A.Name))
-            return false;
-        break;
+      case 1: return bytesField(F, W, A.Name);
       case 2: // f
-        if ((Known = W == Fixed32)) {
-          if (!F.fixed(A.F))
-            return false;
-          A.HasF = true;
-        }
-        break;
-      case 3: // i
-        if ((Known = W == Varint)) {
-          if (!F.varint(V))
-            return false;
-          A.I = int64_t(V);
-          A.HasI = true;
-        }
-        break;
-      case 4: // s
-        if ((Known = W == LengthDelim)) {
-          if (!F.bytes(A.S))
-            return false;
-          A.HasS = true;
-        }
-        break;
+        if (W != Fixed32)
+          return Got::Skip;
+        A.HasF = true;
+        return ok(F.fixed(A.F));
+      case 3: { // i
+        Got G = varintField(F, W, A.I);
+        A.HasI |= G == Got::Read;
+        return G;
+      }
+      case 4: { // s
+        Got G = bytesField(F, W, A.S);
+        A.HasS |= G == Got::Read;
+        return G;
+      }
       case 5: // t (merged when repeated)
-        if ((Known = W == LengthDelim)) {
-          if (!F.bytes(Sub) || !tensor(Sub, A.T, Depth + 1))
-            return false;
+        return messageField(F, W, [&](StringRef Sub) {
           A.HasT = true;
-        }
-        break;
+          return tensor(Sub, A.T, Depth + 1);
+        });
       case 6: // g (merged when repeated)
-        if ((Known = W == LengthDelim)) {
+        return messageField(F, W, [&](StringRef Sub) {
+          A.HasG = true;
           if (!A.G)
             A.G = std::make_unique<Graph>();
-          if (!F.bytes(Sub) || !graph(Sub, *A.G, Depth + 1))
-            return false;
-          A.HasG = true;
-        }
-        break;
+          return graph(Sub, *A.G, Depth + 1);
+        });
       case 7: // floats
-        if ((Known = W == Fixed32 || W == LengthDelim))
-          if (!readFixed<float, float>(F, W, Fixed32, A.Floats))
-            return false;
-        break;
-      case 8: // ints
-        if ((Known = W == Varint || W == LengthDelim))
-          if (!readVarints(F, W, A.Ints))
-            return false;
-        break;
-      case 9: // strings
-        if ((Known = W == LengthDelim)) {
-          if (!F.bytes(Sub))
-            return false;
+        return W != Fixed32 && W != LengthDelim
+                   ? Got::Skip
+                   : ok(readFixed<float, float>(F, W, Fixed32, A.Floats));
+      case 8: return varintsField(F, W, A.Ints);
+      case 9:
+        return messageField(F, W, [&](StringRef Sub) {
           A.Strings.push_back(Sub);
-        }
-        break;
-      case 10: // tensors
-        if ((Known = W == LengthDelim)) {
+          return true;
+        });
+      case 10:
+        return messageField(F, W, [&](StringRef Sub) {
           A.Tensors.emplace_back();
-          if (!F.bytes(Sub) || !tensor(Sub, A.Tensors.back(), Depth + 1))
-            return false;
-        }
-        break;
-      case 11: // graphs
-        if ((Known = W == LengthDelim)) {
+          return tensor(Sub, A.Tensors.back(), Depth + 1);
+        });
+      case 11:
+        return messageField(F, W, [&](StringRef Sub) {
           A.Graphs.emplace_back();
-          if (!F.bytes(Sub) || !graph(Sub, A.Graphs.back(), Depth + 1))
-            return false;
-        }
-        break;
-      case 20: // type (enum AttributeType: 0..14)
-        if ((Known = W == Varint)) {
-          if (!F.varint(V))
-            return false;
-          if (int32_t(V) >= 0 && int32_t(V) <= 14)
-            A.Type = int32_t(V);
-        }
-        break;
+          return graph(Sub, A.Graphs.back(), Depth + 1);
+        });
+      case 20: { // type (enum AttributeType: 0..14)
+        int32_t Ty = A.Type;
+        Got G = varintField(F, W, Ty);
+        if (Ty >= 0 && Ty <= 14)
+          A.Type = Ty;
+        return G;
+      }
       case 14: // tp
       case 15: // type_protos
       case 22: // sparse_tensor
-      case 23: // sparse_tensors
-        if (W == LengthDelim && Opts.Strict)
-          return false; // their contents are left to protobuf
-        Known = false;
-        break;
-      default:
-        Known = false;
+      case 23: // sparse_tensors: their contents are left to protobuf
+        return W == LengthDelim && Opts.Strict ? Got::Bad : Got::Skip;
       }
-      if (!Known && !F.skip(W))
-        return false;
-    }
-    return true;
+      return Got::Skip;
+    });
   }
 
   bool node(StringRef B, Node &N, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
-      if (W == LengthDelim && Num >= 1 && Num <= 7 && Num != 6) {
-        if (!F.bytes(Sub))
-          return false;
-        switch (Num) {
-        case 1: N.Inputs.push_back(Sub); break;
-        case 2: N.Outputs.push_back(Sub); break;
-        case 3: N.Name = Sub; break;
-        case 4: N.OpType = Sub; break;
-        case 5:
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+      switch (Num) {
+      case 1:
+      case 2:
+        return messageField(F, W, [&](StringRef Sub) {
+          if (Num == 1)
+            N.Inputs.push_back(Sub);
+          else
+            N.Outputs.push_back(Sub);
+          return true;
+        });
+      case 3: return bytesField(F, W, N.Name);
+      case 4: return bytesField(F, W, N.OpType);
+      case 7: return bytesField(F, W, N.Domain);
+      case 5:
+        return messageField(F, W, [&](StringRef Sub) {
           N.Attrs.emplace_back();
-          if (!attribute(Sub, N.Attrs.back(), Depth + 1))
-            return false;
-          break;
-        case 7: N.Domain = Sub; break;
-        }
-      } else if (!F.skip(W)) {
-        return false;
+          return attribute(Sub, N.Attrs.back(), Depth + 1);
+        });
       }
-    }
-    return true;
+      return Got::Skip;
+    });
   }
 
   bool graph(StringRef B, Graph &G, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
-      if (W != LengthDelim || !(Num == 1 || Num == 2 || Num == 5 || Num == 11 || Num == 12 ||
-                                Num == 13 || Num == 14 || Num == 15)) {
-        if (!F.skip(W))
-          return false;
-        continue;
-      }
-      if (!F.bytes(Sub))
-        return false;
-      bool Ok = true;
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       switch (Num) {
       case 1:
-        G.Nodes.emplace_back();
-        Ok = node(Sub, G.Nodes.back(), Depth + 1);
-        break;
-      case 2: G.Name = Sub; break;
+        return messageField(F, W, [&](StringRef Sub) {
+          G.Nodes.emplace_back();
+          return node(Sub, G.Nodes.back(), Depth + 1);
+        });
+      case 2: return bytesField(F, W, G.Name);
       case 5:
-        G.Initializers.emplace_back();
-        Ok = tensor(Sub, G.Initializers.back(), Depth + 1);
-        break;
-      case 11: case 12: case 13: {
-        auto &List = Num == 11 ? G.Inputs : Num == 12 ? G.Outputs : G.ValueInfos;
-        List.emplace_back();
-        Ok = valueInfo(Sub, List.back());
-        break;
-      }
+        return messageField(F, W, [&](StringRef Sub) {
+          G.Initializers.emplace_back();
+          return tensor(Sub, G.Initializers.back(), Depth + 1);
+        });
+      case 11:
+      case 12:
+      case 13:
+        return messageField(F, W, [&](StringRef Sub) {
+          auto &List = Num == 11 ? G.Inputs : Num == 12 ? G.Outputs : G.ValueInfos;
+          List.emplace_back();
+          return valueInfo(Sub, List.back());
+        });
       case 14: // quantization_annotation: checked by protobuf only
-        Ok = !Opts.Strict;
-        break;
-      case 15:
-        if (Opts.Strict)
-          return false; // sparse initializers: left to protobuf
-        G.SparseInitializers.emplace_back();
-        Ok = sparse(Sub, G.SparseInitializers.back(), Depth + 1);
-        break;
+        return W == LengthDelim && Opts.Strict ? Got::Bad : Got::Skip;
+      case 15: // sparse_initializer: left to protobuf in strict mode
+        return messageField(F, W, [&](StringRef Sub) {
+          G.SparseInitializers.emplace_back();
+          return !Opts.Strict && sparse(Sub, G.SparseInitializers.back(), Depth + 1);
+        });
       }
-      if (!Ok)
-        return false;
-    }
-    return true;
+      return Got::Skip;
+    });
   }
 
   bool function(StringRef B, Function &Fn, unsigned Depth) {
-    Fields F(B);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned W;
-      if (!F.next(Num, W))
-        return false;
-      StringRef Sub;
-      if (W != LengthDelim || !(Num == 1 || Num == 4 || Num == 5 || Num == 6 || Num == 7 ||
-                                Num == 9 || Num == 10)) {
-        if (!F.skip(W))
-          return false;
-        continue;
-      }
-      if (!F.bytes(Sub))
-        return false;
+    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       switch (Num) {
-      case 1: Fn.Name = Sub; break;
-      case 4: Fn.Body.Inputs.push_back({Sub, {}}); break;
-      case 5: Fn.Body.Outputs.push_back({Sub, {}}); break;
-      case 6: Fn.AttributeNames.push_back(Sub); break;
+      case 1: return bytesField(F, W, Fn.Name);
+      case 10: return bytesField(F, W, Fn.Domain);
+      case 4:
+      case 5:
+      case 6:
+        return messageField(F, W, [&](StringRef Sub) {
+          if (Num == 6)
+            Fn.AttributeNames.push_back(Sub);
+          else
+            (Num == 4 ? Fn.Body.Inputs : Fn.Body.Outputs).push_back({Sub, {}});
+          return true;
+        });
       case 7:
-        Fn.Body.Nodes.emplace_back();
-        if (!node(Sub, Fn.Body.Nodes.back(), Depth + 1))
-          return false;
-        break;
+        return messageField(F, W, [&](StringRef Sub) {
+          Fn.Body.Nodes.emplace_back();
+          return node(Sub, Fn.Body.Nodes.back(), Depth + 1);
+        });
       case 9:
-        Fn.Opsets.emplace_back();
-        if (!opset(Sub, Fn.Opsets.back()))
-          return false;
-        break;
-      case 10: Fn.Domain = Sub; break;
+        return messageField(F, W, [&](StringRef Sub) {
+          Fn.Opsets.emplace_back();
+          return opset(Sub, Fn.Opsets.back());
+        });
       }
-    }
-    return true;
+      return Got::Skip;
+    });
   }
 };
 
