@@ -25,6 +25,7 @@
 #include "analyzer/Loader.h"
 #include "analyzer/OnnxWire.h"
 #include "analyzer/PassManager.h"
+#include "test/WireOracle.h"
 #include <onnx/onnx_pb.h>
 #include "llvm/Support/raw_ostream.h"
 #include <cstdint>
@@ -75,8 +76,9 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 /// The in-place decoder against protobuf (binary inputs): bytes strict
-/// decoding accepts must parse with protobuf too and import to the same IR,
-/// or the same error. A difference aborts (a finding).
+/// decoding accepts must parse with protobuf too, every field decoded must be
+/// what protobuf parsed (test/WireOracle.h), and both must import to the
+/// same IR, or the same error. A difference aborts (a finding).
 void checkDecoderAgainstProtobuf(const uint8_t *Data, size_t Size) {
   llvm::StringRef Bytes(reinterpret_cast<const char *>(Data), Size);
   ridge::wire::Model W;
@@ -87,6 +89,11 @@ void checkDecoderAgainstProtobuf(const uint8_t *Data, size_t Size) {
   onnx::ModelProto P;
   if (ridge::leanFilterModel(Bytes, Filtered, Stats) || !P.ParseFromString(Filtered)) {
     std::fprintf(stderr, "decoded in place, but protobuf refuses it\n");
+    std::abort();
+  }
+  std::string Field = ridge::wireoracle::firstDifference(W, P);
+  if (!Field.empty()) {
+    std::fprintf(stderr, "in-place decoder and protobuf differ at %s\n", Field.c_str());
     std::abort();
   }
   auto Print = [](llvm::Expected<std::unique_ptr<ridge::Model>> M) {

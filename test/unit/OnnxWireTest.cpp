@@ -2,16 +2,19 @@
 //
 // ridge decodes binary models itself (analyzer/OnnxWire.h) and falls back to
 // protobuf only for what strict decoding leaves to it. Protobuf is the
-// oracle here: for the same bytes, a model decoded in place and the model
-// protobuf parses must import to the same IR (printed), including where
-// protobuf's parsing rules are subtle (merged messages, packed fields, wrong
-// wire types, out-of-range enums, oneofs).
+// oracle here: for the same bytes, every field the decoder reads must be what
+// protobuf's own accessors give (match), and both must import to the same IR
+// (printed; ridge imports a protobuf model by serializing it for the
+// decoder, so this half alone would not catch a decoding slip), including
+// where protobuf's parsing rules are subtle (merged messages, packed fields,
+// wrong wire types, out-of-range enums, oneofs).
 //
 //===----------------------------------------------------------------------===//
 #include "analyzer/Importer.h"
 #include "analyzer/LeanReader.h"
 #include "analyzer/OnnxWire.h"
 #include "analyzer/PassManager.h"
+#include "test/WireOracle.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -68,6 +71,12 @@ std::string graph(const std::string &Extra = "", const std::string &NodeExtra = 
          fieldBytes(12, valueInfo("y", dimParam("N") + dimValue(4))) + Extra;
 }
 
+/// The first field where the decoder and protobuf differ (test/WireOracle.h).
+void match(const wire::Model &M, const onnx::ModelProto &P, const std::string &Where) {
+  std::string Diff = wireoracle::firstDifference(M, P);
+  EXPECT_EQ(Diff, "") << Where;
+}
+
 std::string printed(llvm::Expected<std::unique_ptr<Model>> M) {
   if (!M)
     return "error: " + llvm::toString(M.takeError());
@@ -97,8 +106,16 @@ std::string viaProtobuf(const std::string &Bytes) {
   return printed(importModel(P, "m.onnx", ".", Diags));
 }
 
-/// Both decoders agree on Bytes, and strict decoding accepts them.
+/// Both decoders agree on Bytes, and strict decoding accepts them: field by
+/// field against protobuf's parse, and in the IR imported.
 void expectSame(const std::string &Bytes, llvm::StringRef Expect = "") {
+  onnx::ModelProto P;
+  ASSERT_TRUE(P.ParseFromString(Bytes));
+  for (bool Strict : {true, false}) {
+    wire::Model W;
+    ASSERT_TRUE(wire::decodeModel(Bytes, W, Strict ? wire::DecodeOptions() : trustedDecode()));
+    match(W, P, Strict ? "strict" : "trusted");
+  }
   std::string Oracle = viaProtobuf(Bytes);
   ASSERT_NE(Oracle, "unparsed");
   EXPECT_EQ(viaWire(Bytes, /*Strict=*/true), Oracle);
@@ -228,9 +245,10 @@ TEST(OnnxWire, DeepNestingIsRefused) {
 }
 
 /// Every binary model at hand (ONNX's backend test data, ridge's binary
-/// fixtures): where strict decoding accepts the file, the IR is the one
-/// protobuf's parse of the lean reader's output gives; where it does not,
-/// protobuf's path decides. Most files must take the fast path.
+/// fixtures): where strict decoding accepts the file, every field read is
+/// what protobuf parses from the lean reader's output, and the IR is the
+/// same; where it does not, protobuf's path decides. Most files must take
+/// the fast path.
 TEST(OnnxWire, AgreesWithProtobufOnEveryModelAtHand) {
   std::vector<std::string> Paths;
   std::error_code EC;
@@ -259,6 +277,7 @@ TEST(OnnxWire, AgreesWithProtobufOnEveryModelAtHand) {
     ++Fast;
     ASSERT_TRUE(Parsed) << Path << ": decoded in place, but protobuf refuses it";
     EXPECT_EQ(W.SkippedPayloadBytes, Stats.SkippedPayloadBytes) << Path;
+    match(W, P, Path); // what protobuf parsed, field by field
     DiagnosticEngine D1, D2;
     std::string Mine = printed(importModel(W, Path, ".", D1));
     std::string Theirs = printed(importModel(P, Path, ".", D2));
