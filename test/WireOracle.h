@@ -11,7 +11,7 @@
 
 #include "analyzer/OnnxWire.h"
 #include <onnx/onnx_pb.h>
-#include <sstream>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -32,6 +32,18 @@ public:
 template <typename T, typename R> std::vector<T> vec(const R &Range) {
   return std::vector<T>(Range.begin(), Range.end());
 }
+/// Floating-point values by their bits: a NaN read the same is the same.
+template <typename R> std::vector<uint64_t> bits(const R &Range) {
+  std::vector<uint64_t> Out;
+  for (auto X : Range) {
+    uint64_t B = 0;
+    std::memcpy(&B, &X, sizeof(X));
+    Out.push_back(B);
+  }
+  return Out;
+}
+template <typename F> uint64_t bitsOf(F X) { return bits(std::vector<F>{X})[0]; }
+
 template <typename R> std::vector<std::string> strs(const R &Range) {
   std::vector<std::string> Out;
   for (const auto &S : Range)
@@ -51,10 +63,10 @@ inline void match(Diff &D, const wire::Tensor &T, const onnx::TensorProto &P, co
   D.same(T.Location.str(), Loc, W, "location");
   D.same(T.HasRaw, P.has_raw_data(), W, "has raw_data");
   D.same(T.Raw.str(), P.raw_data(), W, "raw_data");
-  D.same(T.FloatData, vec<float>(P.float_data()), W, "float_data");
+  D.same(bits(T.FloatData), bits(P.float_data()), W, "float_data");
   D.same(T.Int32Data, vec<int32_t>(P.int32_data()), W, "int32_data");
   D.same(T.Int64Data, vec<int64_t>(P.int64_data()), W, "int64_data");
-  D.same(T.DoubleData, vec<double>(P.double_data()), W, "double_data");
+  D.same(bits(T.DoubleData), bits(P.double_data()), W, "double_data");
   D.same(T.Uint64Data, vec<uint64_t>(P.uint64_data()), W, "uint64_data");
 }
 
@@ -94,10 +106,10 @@ inline void match(Diff &D, const wire::Attribute &A, const onnx::AttributeProto 
   D.same(A.HasS, P.has_s(), W, "has s");
   D.same(A.HasT, P.has_t(), W, "has t");
   D.same(A.HasG, P.has_g(), W, "has g");
-  D.same(A.F, P.f(), W, "f");
+  D.same(bitsOf(A.F), bitsOf(P.f()), W, "f");
   D.same(A.I, P.i(), W, "i");
   D.same(A.S.str(), P.s(), W, "s");
-  D.same(A.Floats, vec<float>(P.floats()), W, "floats");
+  D.same(bits(A.Floats), bits(P.floats()), W, "floats");
   D.same(A.Ints, vec<int64_t>(P.ints()), W, "ints");
   D.same(strs(A.Strings), strs(P.strings()), W, "strings");
   if (P.has_t())

@@ -168,6 +168,14 @@ TEST(OnnxWire, PackedAndUnpackedRepeatedScalars) {
   expectSame(model(G));
 }
 
+TEST(OnnxWire, NaNsReadAsTheirBits) {
+  // Packed floats holding NaNs (found by the fuzzer): the oracle compares
+  // bits, as a NaN never equals itself.
+  std::string Nans("\x00\x00\xff\xff\xff\xff\xff\xff", 8);
+  std::string A = fieldBytes(1, "scales") + fieldVarint(20, 6) + fieldBytes(7, Nans);
+  expectSame(model(graph("", fieldBytes(5, A))));
+}
+
 TEST(OnnxWire, WrongWireTypeIsAnUnknownField) {
   // name (a string) given as a varint: protobuf keeps it as an unknown
   // field and the node stays unnamed (the importer names it).
