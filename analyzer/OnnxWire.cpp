@@ -1,6 +1,7 @@
 //===- OnnxWire.cpp - ONNX messages decoded in place from the wire format -===//
 //
-// Field numbers are ONNX 1.12's onnx.proto (later versions are compatible).
+// Field numbers are ONNX 1.12's onnx-ml.proto, the variant Debian's libonnx
+// is built with (later versions are compatible).
 // Each decodeX applies the fields of one serialized message to X, so a
 // singular message given twice is merged by decoding both into one struct.
 //
@@ -404,6 +405,7 @@ private:
                      : Num == 5 ? Type::Kind::Map
                      : Num == 9 ? Type::Kind::Optional
                      : Num == 8 ? Type::Kind::SparseTensor
+                     : Num == 7 ? Type::Kind::Opaque
                                 : Type::Kind::None;
       if (K == Type::Kind::None)
         return Got::Skip;

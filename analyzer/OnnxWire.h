@@ -62,8 +62,10 @@ struct Dimension {
 };
 
 /// TypeProto: its oneof member; for tensor_type, elem_type and shape.
+/// (Opaque is onnx-ml.proto's opaque_type, 7: Debian's libonnx is built with
+/// ONNX_ML.)
 struct Type {
-  enum class Kind : uint8_t { None, Tensor, Sequence, Map, Optional, SparseTensor };
+  enum class Kind : uint8_t { None, Tensor, Sequence, Map, Optional, SparseTensor, Opaque };
   Kind K = Kind::None;
   int32_t ElemType = 0;
   bool HasShape = false;

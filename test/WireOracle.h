@@ -77,6 +77,7 @@ inline void match(Diff &D, const wire::Type &T, const onnx::TypeProto &P, const 
            : P.has_map_type()           ? K::Map
            : P.has_optional_type()      ? K::Optional
            : P.has_sparse_tensor_type() ? K::SparseTensor
+           : P.has_opaque_type()        ? K::Opaque
                                         : K::None;
   D.same(int(T.K), int(Want), W, "type kind");
   if (Want != K::Tensor)

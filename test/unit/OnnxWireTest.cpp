@@ -204,6 +204,24 @@ TEST(OnnxWire, OneofKeepsItsLastMember) {
              "[B,4]");
 }
 
+TEST(OnnxWire, OpaqueTypeIsAOneofMember) {
+  // onnx-ml.proto's TypeProto.opaque_type (7), after a tensor_type: the
+  // type is opaque (found by the fuzzer). Strict decoding leaves it to
+  // protobuf; trusted decoding reads the kind.
+  std::string Ty = fieldBytes(1, fieldVarint(1, 1)) + fieldBytes(7, fieldBytes(1, "d"));
+  std::string Vi = fieldBytes(1, "x") + fieldBytes(2, Ty);
+  std::string Node = fieldBytes(1, "x") + fieldBytes(2, "y") + fieldBytes(4, "Relu");
+  std::string Bytes =
+      model(fieldBytes(1, Node) + fieldBytes(11, Vi) + fieldBytes(12, fieldBytes(1, "y")));
+  wire::Model S, T;
+  EXPECT_FALSE(wire::decodeModel(Bytes, S));
+  ASSERT_TRUE(wire::decodeModel(Bytes, T, trustedDecode()));
+  onnx::ModelProto P;
+  ASSERT_TRUE(P.ParseFromString(Bytes));
+  EXPECT_EQ(wireoracle::firstDifference(T, P), "");
+  EXPECT_EQ(T.G.Inputs[0].Ty.K, wire::Type::Kind::Opaque);
+}
+
 TEST(OnnxWire, LargePayloadsAreSkippedAndCounted) {
   // A 5000-byte raw_data (over the 4096 kept): skipped, its field counted
   // as the lean reader counts it (length prefix included).
