@@ -79,15 +79,17 @@ struct ValueInfo {
 
 struct Graph;
 
-struct Attribute {
-  Attribute() = default;
-  // noexcept, so that std::vector moves them when it grows (they hold
-  // move-only subgraphs).
-  Attribute(Attribute &&) noexcept = default;
-  Attribute &operator=(Attribute &&) noexcept = default;
-  Attribute(const Attribute &) = delete;
-  Attribute &operator=(const Attribute &) = delete;
+/// Messages that hold subgraphs are moved, never copied (std::vector then
+/// moves them when it grows).
+struct MoveOnly {
+  MoveOnly() = default;
+  MoveOnly(MoveOnly &&) noexcept = default;
+  MoveOnly &operator=(MoveOnly &&) noexcept = default;
+  MoveOnly(const MoveOnly &) = delete;
+  MoveOnly &operator=(const MoveOnly &) = delete;
+};
 
+struct Attribute : MoveOnly {
   llvm::StringRef Name;
   int32_t Type = 0; ///< AttributeProto.AttributeType; 0 when unset
   bool HasF = false, HasI = false, HasS = false, HasT = false, HasG = false;
@@ -103,30 +105,14 @@ struct Attribute {
   std::vector<Graph> Graphs;
 };
 
-struct Node {
-  Node() = default;
-  // noexcept, so that std::vector moves them when it grows (they hold
-  // move-only subgraphs).
-  Node(Node &&) noexcept = default;
-  Node &operator=(Node &&) noexcept = default;
-  Node(const Node &) = delete;
-  Node &operator=(const Node &) = delete;
-
+struct Node : MoveOnly {
   llvm::StringRef Name, OpType, Domain;
   llvm::SmallVector<llvm::StringRef, 4> Inputs;
   llvm::SmallVector<llvm::StringRef, 2> Outputs;
   std::vector<Attribute> Attrs;
 };
 
-struct Graph {
-  Graph() = default;
-  // noexcept, so that std::vector moves them when it grows (they hold
-  // move-only subgraphs).
-  Graph(Graph &&) noexcept = default;
-  Graph &operator=(Graph &&) noexcept = default;
-  Graph(const Graph &) = delete;
-  Graph &operator=(const Graph &) = delete;
-
+struct Graph : MoveOnly {
   llvm::StringRef Name;
   std::vector<Node> Nodes;
   std::vector<Tensor> Initializers;
@@ -139,15 +125,7 @@ struct OpsetId {
   int64_t Version = 0;
 };
 
-struct Function {
-  Function() = default;
-  // noexcept, so that std::vector moves them when it grows (they hold
-  // move-only subgraphs).
-  Function(Function &&) noexcept = default;
-  Function &operator=(Function &&) noexcept = default;
-  Function(const Function &) = delete;
-  Function &operator=(const Function &) = delete;
-
+struct Function : MoveOnly {
   llvm::StringRef Name, Domain;
   std::vector<llvm::StringRef> AttributeNames;
   /// The body as a graph: the formal inputs and outputs (names only) and
