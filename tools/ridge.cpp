@@ -433,7 +433,7 @@ int main(int argc, char **argv) {
     auto Src = ModelSource::open(ModelPath, LO);
     if (!Src)
       return fail(Src.takeError());
-    // The parsed file is freed when the second of the planner's two loads
+    // The decoded file is freed when the second of the planner's two loads
     // returns: the search reuses its memory.
     std::atomic<int> Loaded{0};
     auto Load = [&](int64_t Batch, DiagnosticEngine &D, bool Timed) {
