@@ -138,20 +138,13 @@ bool ridge::smallTensorFloats(const wire::Tensor &T, llvm::SmallVectorImpl<doubl
   return int64_t(Out.size()) == N;
 }
 
-wire::DecodeOptions ridge::trustedDecode() {
-  wire::DecodeOptions Opts;
-  Opts.Strict = false;
-  Opts.MaxDepth = 100;
-  return Opts;
-}
-
 /// F applied to T as the importer reads it: serialized, then decoded.
 template <typename OutT, typename FnT>
 static bool onDecoded(const onnx::TensorProto &T, llvm::SmallVectorImpl<OutT> &Out,
                       int64_t Max, FnT Fn) {
   wire::Tensor W;
   std::string Bytes = T.SerializeAsString(); // W refers into it
-  return wire::decodeTensor(Bytes, W, trustedDecode()) && Fn(W, Out, Max);
+  return wire::decodeTensor(Bytes, W, wire::trustedDecode()) && Fn(W, Out, Max);
 }
 
 bool ridge::smallTensorInts(const onnx::TensorProto &T, llvm::SmallVectorImpl<int64_t> &Out,
@@ -704,7 +697,7 @@ ridge::importModel(const onnx::ModelProto &Proto, llvm::StringRef File,
                    llvm::StringRef ModelDir, DiagnosticEngine &Diags) {
   std::string Bytes = Proto.SerializeAsString(); // the decoded model refers into it
   wire::Model W;
-  if (!wire::decodeModel(Bytes, W, trustedDecode()))
+  if (!wire::decodeModel(Bytes, W, wire::trustedDecode()))
     return fileError(File, "cannot decode the model protobuf serialized");
   return importModel(W, File, ModelDir, Diags);
 }

@@ -40,10 +40,6 @@ bool smallTensorInts(const onnx::TensorProto &T, llvm::SmallVectorImpl<int64_t> 
 bool smallTensorFloats(const onnx::TensorProto &T, llvm::SmallVectorImpl<double> &Out,
                        int64_t Max = 64);
 
-/// Decoding options for bytes protobuf serialized itself: every field
-/// accepted, nesting up to protobuf's own limit (100).
-wire::DecodeOptions trustedDecode();
-
 /// Imports a decoded model. File names the model in errors; ModelDir is
 /// where external data locations are resolved.
 llvm::Expected<std::unique_ptr<Model>>

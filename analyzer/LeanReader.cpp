@@ -65,13 +65,6 @@ bool isDocString(Msg M, uint64_t Field) {
   }
 }
 
-/// TensorProto fields that carry element data: float_data, int32_data,
-/// string_data, int64_data, raw_data, double_data, uint64_data.
-bool isTensorPayload(uint64_t Field) {
-  return Field == 4 || Field == 5 || Field == 6 || Field == 7 || Field == 9 ||
-         Field == 10 || Field == 11;
-}
-
 class Filter {
 public:
   Filter(llvm::StringRef Bytes, LeanReadStats &Stats, const LeanReadOptions &Opts)
@@ -107,7 +100,7 @@ public:
       const uint8_t *ValueStart = P;
       if (Error E = skipValue(P, End, Wire, Field))
         return E;
-      if (isDocString(M, Field) || (DropPayload && isTensorPayload(Field)))
+      if (isDocString(M, Field) || (DropPayload && isTensorPayloadField(Field)))
         continue;
       // external_data (13): keep only where the bytes are, not which.
       if (M == Msg::Tensor && Field == 13 && Wire == LengthDelim) {
@@ -224,7 +217,7 @@ private:
       const uint8_t *ValueStart = P;
       if (Error E = skipValue(P, End, Key & 7, Key >> 3))
         return E;
-      if (isTensorPayload(Key >> 3))
+      if (isTensorPayloadField(Key >> 3))
         Total += P - ValueStart;
     }
     return Error::success();

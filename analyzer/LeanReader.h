@@ -26,6 +26,14 @@ struct LeanReadOptions {
   unsigned MaxDepth = 64;
 };
 
+/// TensorProto fields that carry element data: float_data, int32_data,
+/// string_data, int64_data, raw_data, double_data, uint64_data. (The
+/// in-place decoder, analyzer/OnnxWire.h, skips the same ones.)
+inline bool isTensorPayloadField(uint64_t Field) {
+  return Field == 4 || Field == 5 || Field == 6 || Field == 7 || Field == 9 ||
+         Field == 10 || Field == 11;
+}
+
 struct LeanReadStats {
   uint64_t SkippedPayloadBytes = 0; ///< tensor payload bytes not copied
   uint64_t SkippedTensors = 0;      ///< tensors whose payload was dropped

@@ -578,7 +578,7 @@ llvm::Expected<std::unique_ptr<ModelSource>> ModelSource::open(llvm::StringRef P
       return E;
     P.Serialized = Proto->SerializeAsString();
     P.Wire = wire::Model();
-    if (!wire::decodeModel(P.Serialized, P.Wire, trustedDecode()))
+    if (!wire::decodeModel(P.Serialized, P.Wire, wire::trustedDecode()))
       return fileError(Path, "cannot decode the model protobuf parsed (internal error)");
     P.FromProtobuf = true;
     P.File.reset(); // everything needed is in Serialized
@@ -668,7 +668,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
       Phase.emplace(Opts.Timer, "load: import to IR");
       std::string Inferred = Bound.SerializeAsString(); // the decoded model refers into it
       wire::Model W;
-      if (!wire::decodeModel(Inferred, W, trustedDecode()))
+      if (!wire::decodeModel(Inferred, W, wire::trustedDecode()))
         return fileError(Path, "cannot decode the model ONNX inferred (internal error)");
       auto Again = Import(W);
       if (!Again)

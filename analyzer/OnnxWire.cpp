@@ -90,7 +90,8 @@ private:
 /// Appends a repeated scalar field's value(s): one value, or a packed run.
 /// Integers are read as protobuf reads their declared type (int32 keeps the
 /// low 32 bits of the varint).
-template <typename T> bool readVarints(Fields &F, unsigned Wire, std::vector<T> &Out) {
+template <typename VecT> bool readVarints(Fields &F, unsigned Wire, VecT &Out) {
+  using T = typename VecT::value_type;
   if (Wire == Varint) {
     uint64_t V;
     if (!F.varint(V))
@@ -110,37 +111,26 @@ template <typename T> bool readVarints(Fields &F, unsigned Wire, std::vector<T> 
   }
   return true;
 }
-template <typename T, typename Raw>
+/// The same of a float or double field: one value of wire type ScalarWire,
+/// or a packed run.
+template <typename T>
 bool readFixed(Fields &F, unsigned Wire, unsigned ScalarWire, std::vector<T> &Out) {
   if (Wire == ScalarWire) {
-    Raw V;
+    T V;
     if (!F.fixed(V))
       return false;
-    Out.push_back(T(V));
+    Out.push_back(V);
     return true;
   }
   StringRef B;
-  if (!F.bytes(B) || B.size() % sizeof(Raw))
+  if (!F.bytes(B) || B.size() % sizeof(T))
     return false;
-  for (size_t I = 0; I < B.size(); I += sizeof(Raw)) {
-    Raw V;
-    std::memcpy(&V, B.data() + I, sizeof(Raw));
-    Out.push_back(T(V));
+  for (size_t I = 0; I < B.size(); I += sizeof(T)) {
+    T V;
+    std::memcpy(&V, B.data() + I, sizeof(T));
+    Out.push_back(V);
   }
   return true;
-}
-template <typename T> bool readVarints(Fields &F, unsigned Wire, llvm::SmallVectorImpl<T> &Out) {
-  std::vector<T> Tmp;
-  if (!readVarints(F, Wire, Tmp))
-    return false;
-  Out.append(Tmp.begin(), Tmp.end());
-  return true;
-}
-
-/// TensorProto fields that carry element data: float_data, int32_data,
-/// string_data, int64_data, raw_data, double_data, uint64_data.
-bool isTensorPayload(uint64_t Num) {
-  return Num == 4 || Num == 5 || Num == 6 || Num == 7 || Num == 9 || Num == 10 || Num == 11;
 }
 
 /// What a field visitor did with a field: read it, leave it to be skipped
@@ -249,7 +239,7 @@ public:
     llvm::SmallVector<Payload, 4> Payloads;
     uint64_t PayloadBytes = 0;
     bool Ok = eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
-      if (isTensorPayload(Num)) {
+      if (ridge::isTensorPayloadField(Num)) {
         const uint8_t *At = F.pos();
         if (!F.skip(W))
           return Got::Bad;
@@ -294,7 +284,7 @@ public:
       switch (Pl.Num) {
       case 4:
         if (Pl.Wire == Fixed32 || Pl.Wire == LengthDelim)
-          Read = readFixed<float, float>(V, Pl.Wire, Fixed32, T.FloatData);
+          Read = readFixed(V, Pl.Wire, Fixed32, T.FloatData);
         break;
       case 5:
         if (Pl.Wire == Varint || Pl.Wire == LengthDelim)
@@ -312,7 +302,7 @@ public:
         break;
       case 10:
         if (Pl.Wire == Fixed64 || Pl.Wire == LengthDelim)
-          Read = readFixed<double, double>(V, Pl.Wire, Fixed64, T.DoubleData);
+          Read = readFixed(V, Pl.Wire, Fixed64, T.DoubleData);
         break;
       case 11:
         if (Pl.Wire == Varint || Pl.Wire == LengthDelim)
@@ -467,7 +457,7 @@ private:
       case 7: // floats
         return W != Fixed32 && W != LengthDelim
                    ? Got::Skip
-                   : ok(readFixed<float, float>(F, W, Fixed32, A.Floats));
+                   : ok(readFixed(F, W, Fixed32, A.Floats));
       case 8: return varintsField(F, W, A.Ints);
       case 9:
         return messageField(F, W, [&](StringRef Sub) {
@@ -596,6 +586,13 @@ private:
 };
 
 } // namespace
+
+DecodeOptions ridge::wire::trustedDecode() {
+  DecodeOptions Opts;
+  Opts.Strict = false;
+  Opts.MaxDepth = 100;
+  return Opts;
+}
 
 bool ridge::wire::decodeModel(StringRef Bytes, Model &M, const DecodeOptions &Opts) {
   Decoder D(Opts, M.SkippedPayloadBytes);

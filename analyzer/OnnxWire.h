@@ -6,7 +6,8 @@
 // decoded only when small (the lean reader's rule), and a 100k-node graph
 // costs no protobuf objects (71 MB and a single-threaded parse before).
 //
-// The decoder follows protobuf's parsing rules for ONNX 1.12's onnx.proto:
+// The decoder follows protobuf's parsing rules for ONNX 1.12's onnx-ml.proto
+// (the variant Debian's libonnx is built with):
 // the last of a repeated singular scalar wins, a singular message given twice
 // is merged, a oneof keeps its last member, packed and unpacked repeated
 // scalars are both read, a known field with an unexpected wire type is an
@@ -26,6 +27,7 @@
 #ifndef RIDGE_ANALYZER_ONNXWIRE_H
 #define RIDGE_ANALYZER_ONNXWIRE_H
 
+#include "analyzer/LeanReader.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
@@ -145,17 +147,22 @@ struct Model {
   uint64_t SkippedPayloadBytes = 0;
 };
 
+/// Payloads and nesting are limited as the lean reader limits them.
 struct DecodeOptions {
   bool Strict = true;
-  uint64_t KeepPayloadBytes = 4096; ///< LeanReadOptions::KeepPayloadBytes
-  unsigned MaxDepth = 64;           ///< LeanReadOptions::MaxDepth
+  uint64_t KeepPayloadBytes = LeanReadOptions().KeepPayloadBytes;
+  unsigned MaxDepth = LeanReadOptions().MaxDepth;
 };
+
+/// For bytes protobuf serialized itself: every field accepted, nesting up to
+/// protobuf's own limit (100).
+DecodeOptions trustedDecode();
 
 /// Decodes the ModelProto in Bytes into M (which refers into Bytes). False
 /// when the bytes are malformed or, in strict mode, hold what strict mode
 /// leaves to protobuf (see the file comment).
 bool decodeModel(llvm::StringRef Bytes, Model &M, const DecodeOptions &Opts = {});
-/// Decodes one TensorProto (trusted mode: for callers holding a protobuf).
+/// Decodes one TensorProto (callers holding a protobuf pass trustedDecode()).
 bool decodeTensor(llvm::StringRef Bytes, Tensor &T, const DecodeOptions &Opts = {});
 
 } // namespace ridge::wire

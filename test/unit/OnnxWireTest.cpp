@@ -90,7 +90,7 @@ std::string printed(llvm::Expected<std::unique_ptr<Model>> M) {
 /// The IR from Bytes decoded in place (Strict or trusted), or "undecoded".
 std::string viaWire(const std::string &Bytes, bool Strict) {
   wire::Model W;
-  wire::DecodeOptions Opts = Strict ? wire::DecodeOptions() : trustedDecode();
+  wire::DecodeOptions Opts = Strict ? wire::DecodeOptions() : wire::trustedDecode();
   if (!wire::decodeModel(Bytes, W, Opts))
     return "undecoded";
   DiagnosticEngine Diags;
@@ -113,15 +113,16 @@ void expectSame(const std::string &Bytes, llvm::StringRef Expect = "") {
   ASSERT_TRUE(P.ParseFromString(Bytes));
   for (bool Strict : {true, false}) {
     wire::Model W;
-    ASSERT_TRUE(wire::decodeModel(Bytes, W, Strict ? wire::DecodeOptions() : trustedDecode()));
+    ASSERT_TRUE(wire::decodeModel(Bytes, W, Strict ? wire::DecodeOptions() : wire::trustedDecode()));
     match(W, P, Strict ? "strict" : "trusted");
   }
   std::string Oracle = viaProtobuf(Bytes);
   ASSERT_NE(Oracle, "unparsed");
   EXPECT_EQ(viaWire(Bytes, /*Strict=*/true), Oracle);
   EXPECT_EQ(viaWire(Bytes, /*Strict=*/false), Oracle);
-  if (!Expect.empty())
+  if (!Expect.empty()) {
     EXPECT_NE(Oracle.find(Expect.str()), std::string::npos) << Oracle;
+  }
 }
 
 TEST(OnnxWire, PlainModel) { expectSame(model(graph()), "Relu"); }
@@ -215,7 +216,7 @@ TEST(OnnxWire, OpaqueTypeIsAOneofMember) {
       model(fieldBytes(1, Node) + fieldBytes(11, Vi) + fieldBytes(12, fieldBytes(1, "y")));
   wire::Model S, T;
   EXPECT_FALSE(wire::decodeModel(Bytes, S));
-  ASSERT_TRUE(wire::decodeModel(Bytes, T, trustedDecode()));
+  ASSERT_TRUE(wire::decodeModel(Bytes, T, wire::trustedDecode()));
   onnx::ModelProto P;
   ASSERT_TRUE(P.ParseFromString(Bytes));
   EXPECT_EQ(wireoracle::firstDifference(T, P), "");
@@ -253,7 +254,7 @@ TEST(OnnxWire, StrictModeLeavesTheRestToProtobuf) {
         fieldBytes(7, fieldBytes(15, fieldBytes(3, varint(2))))}) {
     wire::Model S, T;
     EXPECT_FALSE(wire::decodeModel(Base + Extra, S));
-    EXPECT_TRUE(wire::decodeModel(Base + Extra, T, trustedDecode()));
+    EXPECT_TRUE(wire::decodeModel(Base + Extra, T, wire::trustedDecode()));
   }
   // Unknown fields are skipped in both modes, as protobuf skips them.
   expectSame(Base + fieldBytes(99, "whatever") + fieldVarint(98, 1), "Relu");
