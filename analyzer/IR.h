@@ -249,6 +249,8 @@ public:
   Value *lookup(llvm::StringRef N) const;
   /// The value named N in this graph only.
   Value *lookupLocal(llvm::StringRef N) const;
+  /// Whether V is one of this graph's values (then Values[V->Id] is V).
+  bool owns(const Value *V) const { return V->Id < Values.size() && Values[V->Id] == V; }
   /// Adds a value named N (callers check the name is new; an existing value
   /// of that name is returned as is).
   Value *addValue(llvm::StringRef N, ValueKind K);

@@ -756,9 +756,8 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     if (New) {
       // Its size at micro-batch 2, by Id when it is a main-graph value.
       const Value *T = Col.Tensor;
-      bool Main = T->Id < Bytes2.size() && M1->Main->Values[T->Id] == T;
       double B1 = valueBytes(T, floatBytes(Cfg));
-      double B2 = Main ? Bytes2[T->Id] : B1;
+      double B2 = M1->Main->owns(T) ? Bytes2[T->Id] : B1;
       Affine Bytes = Affine::fit(B1, B2);
       uint64_t A, B;
       std::memcpy(&A, &Bytes.A, sizeof(A));

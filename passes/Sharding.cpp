@@ -37,11 +37,10 @@ private:
   std::vector<State> States;
   llvm::DenseMap<const Value *, State> Foreign;
 
-  bool own(const Value *V) const { return V->Id < States.size() && G.Values[V->Id] == V; }
   State get(const Value *V) const {
     if (!V)
       return State();
-    if (own(V))
+    if (G.owns(V))
       return States[V->Id];
     auto It = Foreign.find(V);
     return It == Foreign.end() ? State() : It->second;
@@ -49,7 +48,7 @@ private:
   void set(const Value *V, State S) {
     if (!V)
       return;
-    if (own(V))
+    if (G.owns(V))
       States[V->Id] = S;
     else
       Foreign[V] = S;
