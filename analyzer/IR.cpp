@@ -110,13 +110,13 @@ llvm::StringRef ridge::internSymbol(llvm::StringRef S) {
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }
 
 std::pair<Value *, bool> Graph::tryAddValue(llvm::StringRef N, ValueKind K) {
-  auto [It, Added] = ByName.try_emplace(N, nullptr);
-  if (!Added)
+  auto It = ByName.find(N);
+  if (It != ByName.end())
     return {It->second, false};
   Value *V = &Values.add();
   V->Name = N.str();
   V->Kind = K;
-  It->second = V;
+  ByName.try_emplace(llvm::StringRef(V->Name), V);
   return {V, true};
 }
 

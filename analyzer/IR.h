@@ -10,8 +10,8 @@
 
 #include "analyzer/DType.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/iterator.h"
 #include <algorithm>
@@ -99,6 +99,8 @@ struct InitializerInfo {
 /// An SSA value: a graph input, an initializer or a node output.
 class Value {
 public:
+  /// Set once, by the graph that adds the value (its name index points
+  /// into this string).
   std::string Name;
   ValueKind Kind = ValueKind::Intermediate;
   DType Elem = DType::Undefined;
@@ -260,7 +262,7 @@ public:
   /// Sizes the name index for about N values (import of a large graph).
   void reserveValues(size_t N) {
     if (ByName.empty() && N > 16) {
-      ByName = llvm::StringMap<Value *>(unsigned(std::min<size_t>(N, size_t(1) << 28)));
+      ByName.reserve(unsigned(std::min<size_t>(N, size_t(1) << 28)));
       Values.reserve(std::min<size_t>(N, size_t(1) << 28));
     }
   }
@@ -275,7 +277,9 @@ public:
   size_t numNodesRecursive() const;
 
 private:
-  llvm::StringMap<Value *> ByName;
+  /// By name; each key is the value's own Name (values never move), so the
+  /// index copies no strings and allocates nothing per value.
+  llvm::DenseMap<llvm::StringRef, Value *> ByName;
 };
 
 /// A model-local function (FunctionProto): its body is kept as a graph whose

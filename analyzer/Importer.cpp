@@ -2,6 +2,7 @@
 #include "analyzer/Importer.h"
 #include "analyzer/OnnxWire.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
