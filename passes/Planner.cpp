@@ -416,34 +416,40 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   };
   std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer,
                                      "plan: load and cost at micro-batch 1 and 2");
-  // Micro-batch 2 on a second thread while micro-batch 1 loads here: the
-  // two read only the parsed file. Its warnings repeat micro-batch 1's;
-  // they are merged after (each said once).
+  // Micro-batch 1, which the search keeps, on a second thread while
+  // micro-batch 2 loads here: the two read only the parsed file. Micro-batch
+  // 2 is freed on this thread, so its memory goes back to the heap that the
+  // search allocates from; a thread's own malloc arena would keep it there,
+  // or unmap it, and the search would fault in fresh pages instead. Its
+  // warnings repeat micro-batch 1's; they are merged after (each said once).
   DiagnosticEngine Diags2;
-  std::optional<llvm::Error> E2;
-  std::thread Second;
+  std::optional<llvm::Error> E1;
+  auto First = [&](bool Timed) {
+    E1.emplace(Run(0, Diags, Timed));
+    if (!*E1) {
+      M1 = std::move(Sides[0].M);
+      C1 = std::move(Sides[0].C);
+      propagateAhead(); // reads M1 and C1 only
+    }
+  };
+  std::thread FirstThread;
   try {
-    Second = std::thread([&] { E2.emplace(Run(1, Diags2, false)); });
+    FirstThread = std::thread(First, false);
   } catch (const std::system_error &) {
   }
-  llvm::Error E1 = Run(0, Diags, true);
-  if (!E1) {
-    M1 = std::move(Sides[0].M);
-    C1 = std::move(Sides[0].C);
-    propagateAhead(); // reads M1 and C1 only
-  }
-  if (Second.joinable())
-    Second.join();
+  llvm::Error E2 = Run(1, Diags2, FirstThread.joinable());
+  if (FirstThread.joinable())
+    FirstThread.join();
   else
-    E2.emplace(Run(1, Diags2, false));
+    First(true);
   for (const std::string &W : Diags2.warnings())
     Diags.warn("", W);
-  if (E1) {
-    llvm::consumeError(std::move(*E2));
-    return E1;
+  if (*E1) {
+    llvm::consumeError(std::move(E2));
+    return std::move(*E1);
   }
-  if (*E2)
-    return std::move(*E2);
+  if (E2)
+    return E2;
   Phase.emplace(Opts.Timer, "plan: prepare the search");
   if (Sides[0].NumNodes != Sides[1].NumNodes || Sides[0].NumValues != Sides[1].NumValues)
     return fileError(M1->Path, "the graph changes with the batch size; cannot plan it");
