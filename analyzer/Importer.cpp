@@ -86,11 +86,11 @@ bool ridge::smallTensorInts(const wire::Tensor &T, llvm::SmallVectorImpl<int64_t
   switch (T.DataType) {
   case TP::INT64:
     if (!fromRaw<int64_t>(T, N, Out))
-      fromList(T.Int64Data, N, Out);
+      fromList(T.lists().Int64Data, N, Out);
     break;
   case TP::INT32:
     if (!fromRaw<int32_t>(T, N, Out))
-      fromList(T.Int32Data, N, Out);
+      fromList(T.lists().Int32Data, N, Out);
     break;
   case TP::INT8: case TP::UINT8: case TP::BOOL: case TP::INT16: case TP::UINT16: {
     bool Raw = T.DataType == TP::INT8    ? fromRaw<int8_t>(T, N, Out)
@@ -98,13 +98,13 @@ bool ridge::smallTensorInts(const wire::Tensor &T, llvm::SmallVectorImpl<int64_t
                : T.DataType == TP::UINT16 ? fromRaw<uint16_t>(T, N, Out)
                                           : fromRaw<uint8_t>(T, N, Out);
     if (!Raw)
-      fromList(T.Int32Data, N, Out);
+      fromList(T.lists().Int32Data, N, Out);
     break;
   }
   case TP::UINT32: case TP::UINT64:
     if (!(T.DataType == TP::UINT32 && fromRaw<uint32_t>(T, N, Out)) &&
         !fromRaw<uint64_t>(T, N, Out))
-      fromList(T.Uint64Data, N, Out);
+      fromList(T.lists().Uint64Data, N, Out);
     break;
   default:
     return false;
@@ -123,15 +123,15 @@ bool ridge::smallTensorFloats(const wire::Tensor &T, llvm::SmallVectorImpl<doubl
   switch (T.DataType) {
   case TP::FLOAT:
     if (!fromRaw<float>(T, N, Out))
-      fromList(T.FloatData, N, Out);
+      fromList(T.lists().FloatData, N, Out);
     break;
   case TP::DOUBLE:
     if (!fromRaw<double>(T, N, Out))
-      fromList(T.DoubleData, N, Out);
+      fromList(T.lists().DoubleData, N, Out);
     break;
   case TP::FLOAT16:
-    if (!fromRaw<uint16_t>(T, N, Out, halfToFloat) && int64_t(T.Int32Data.size()) == N)
-      for (int32_t X : T.Int32Data) Out.push_back(halfToFloat(uint16_t(X)));
+    if (!fromRaw<uint16_t>(T, N, Out, halfToFloat) && int64_t(T.lists().Int32Data.size()) == N)
+      for (int32_t X : T.lists().Int32Data) Out.push_back(halfToFloat(uint16_t(X)));
     break;
   default:
     return false;

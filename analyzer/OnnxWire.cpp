@@ -284,15 +284,15 @@ public:
       switch (Pl.Num) {
       case 4:
         if (Pl.Wire == Fixed32 || Pl.Wire == LengthDelim)
-          Read = readFixed(V, Pl.Wire, Fixed32, T.FloatData);
+          Read = readFixed(V, Pl.Wire, Fixed32, T.mutableLists().FloatData);
         break;
       case 5:
         if (Pl.Wire == Varint || Pl.Wire == LengthDelim)
-          Read = readVarints(V, Pl.Wire, T.Int32Data);
+          Read = readVarints(V, Pl.Wire, T.mutableLists().Int32Data);
         break;
       case 7:
         if (Pl.Wire == Varint || Pl.Wire == LengthDelim)
-          Read = readVarints(V, Pl.Wire, T.Int64Data);
+          Read = readVarints(V, Pl.Wire, T.mutableLists().Int64Data);
         break;
       case 9:
         if (Pl.Wire == LengthDelim) {
@@ -302,11 +302,11 @@ public:
         break;
       case 10:
         if (Pl.Wire == Fixed64 || Pl.Wire == LengthDelim)
-          Read = readFixed(V, Pl.Wire, Fixed64, T.DoubleData);
+          Read = readFixed(V, Pl.Wire, Fixed64, T.mutableLists().DoubleData);
         break;
       case 11:
         if (Pl.Wire == Varint || Pl.Wire == LengthDelim)
-          Read = readVarints(V, Pl.Wire, T.Uint64Data);
+          Read = readVarints(V, Pl.Wire, T.mutableLists().Uint64Data);
         break;
       default: // string_data: framing checked above, contents unused
         break;
@@ -521,6 +521,18 @@ private:
   bool graph(StringRef B, Graph &G, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
+    // Counted first, so that the lists are allocated once: grown by
+    // doubling, a million nodes would be copied and leave freed blocks
+    // of 100 MB and more behind.
+    size_t NumNodes = 0, NumInits = 0;
+    if (!eachField(B, [&](Fields &, uint64_t Num, unsigned W) {
+          NumNodes += Num == 1 && W == LengthDelim;
+          NumInits += Num == 5 && W == LengthDelim;
+          return Got::Skip;
+        }))
+      return false;
+    G.Nodes.reserve(G.Nodes.size() + NumNodes);
+    G.Initializers.reserve(G.Initializers.size() + NumInits);
     return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       switch (Num) {
       case 1:

@@ -36,20 +36,39 @@
 
 namespace ridge::wire {
 
-struct Tensor {
-  llvm::StringRef Name;
-  int32_t DataType = 0;
-  llvm::SmallVector<int64_t, 4> Dims;
-  int32_t DataLocation = 0;       ///< 1: EXTERNAL
-  llvm::StringRef Location;       ///< the last external_data "location" value
-  /// Payload, decoded only when its fields total at most KeepPayloadBytes.
-  bool HasRaw = false;
-  llvm::StringRef Raw;
+/// A tensor's typed payload lists, apart from the tensor: most tensors have
+/// none (weights are raw or skipped), and a million of them would carry
+/// 120 bytes of empty vectors each.
+struct TensorLists {
   std::vector<float> FloatData;
   std::vector<int32_t> Int32Data;
   std::vector<int64_t> Int64Data;
   std::vector<double> DoubleData;
   std::vector<uint64_t> Uint64Data;
+};
+
+struct Tensor {
+  llvm::StringRef Name;
+  int32_t DataType = 0;
+  int32_t DataLocation = 0;       ///< 1: EXTERNAL
+  llvm::SmallVector<int64_t, 4> Dims;
+  llvm::StringRef Location;       ///< the last external_data "location" value
+  /// Payload, decoded only when its fields total at most KeepPayloadBytes.
+  bool HasRaw = false;
+  llvm::StringRef Raw;
+  /// The typed lists; all empty when none was decoded.
+  const TensorLists &lists() const {
+    static const TensorLists None;
+    return Lists ? *Lists : None;
+  }
+  TensorLists &mutableLists() {
+    if (!Lists)
+      Lists = std::make_unique<TensorLists>();
+    return *Lists;
+  }
+
+private:
+  std::unique_ptr<TensorLists> Lists;
 };
 
 struct SparseTensor {

@@ -63,11 +63,11 @@ inline void match(Diff &D, const wire::Tensor &T, const onnx::TensorProto &P, co
   D.same(T.Location.str(), Loc, W, "location");
   D.same(T.HasRaw, P.has_raw_data(), W, "has raw_data");
   D.same(T.Raw.str(), P.raw_data(), W, "raw_data");
-  D.same(bits(T.FloatData), bits(P.float_data()), W, "float_data");
-  D.same(T.Int32Data, vec<int32_t>(P.int32_data()), W, "int32_data");
-  D.same(T.Int64Data, vec<int64_t>(P.int64_data()), W, "int64_data");
-  D.same(bits(T.DoubleData), bits(P.double_data()), W, "double_data");
-  D.same(T.Uint64Data, vec<uint64_t>(P.uint64_data()), W, "uint64_data");
+  D.same(bits(T.lists().FloatData), bits(P.float_data()), W, "float_data");
+  D.same(T.lists().Int32Data, vec<int32_t>(P.int32_data()), W, "int32_data");
+  D.same(T.lists().Int64Data, vec<int64_t>(P.int64_data()), W, "int64_data");
+  D.same(bits(T.lists().DoubleData), bits(P.double_data()), W, "double_data");
+  D.same(T.lists().Uint64Data, vec<uint64_t>(P.uint64_data()), W, "uint64_data");
 }
 
 inline void match(Diff &D, const wire::Type &T, const onnx::TypeProto &P, const std::string &W) {
