@@ -31,7 +31,7 @@ std::string Shape::str() const {
     if (Dims[I].isKnown())
       S += std::to_string(Dims[I].Extent);
     else if (!Dims[I].Symbol.empty())
-      S += Dims[I].Symbol;
+      S += Dims[I].Symbol.name();
     else
       S += '?';
   }
@@ -98,13 +98,15 @@ Value *Graph::lookup(llvm::StringRef N) const {
   return nullptr;
 }
 
-llvm::StringRef ridge::internSymbol(llvm::StringRef S) {
+DimSymbol DimSymbol::get(llvm::StringRef S) {
+  DimSymbol D;
   if (S.empty())
-    return {};
+    return D;
   static std::mutex Lock;
   static llvm::StringSet<> Pool; // entries never move
   std::lock_guard<std::mutex> Hold(Lock);
-  return Pool.insert(S).first->getKey();
+  D.E = &*Pool.insert(S).first;
+  return D;
 }
 
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }

@@ -12,6 +12,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMapEntry.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/iterator.h"
 #include <algorithm>
@@ -26,17 +27,37 @@ namespace ridge {
 class Graph;
 class Node;
 
-/// The one copy of symbol S for the whole run (thread-safe; never freed):
-/// a dim's symbol is a pointer and a length, however many shapes carry it.
-llvm::StringRef internSymbol(llvm::StringRef S);
+/// A dim_param's one copy for the whole run (thread-safe; never freed): a
+/// single pointer however many shapes carry it (a Dim is 16 bytes), equal
+/// exactly when the names are.
+class DimSymbol {
+public:
+  DimSymbol() = default;
+  /// The interned copy of S; none for an empty S.
+  static DimSymbol get(llvm::StringRef S);
+  bool empty() const { return !E; }
+  llvm::StringRef name() const {
+    return E ? static_cast<const llvm::StringMapEntry<std::nullopt_t> *>(E)->getKey()
+             : llvm::StringRef();
+  }
+  std::string str() const { return name().str(); }
+  operator llvm::StringRef() const { return name(); }
+  bool operator==(const DimSymbol &O) const { return E == O.E; }
+
+private:
+  const void *E = nullptr; ///< the pool's entry
+};
+
+/// S's interned copy (DimSymbol::get(S).name()).
+inline llvm::StringRef internSymbol(llvm::StringRef S) { return DimSymbol::get(S).name(); }
 
 /// One dimension: a known extent, a named symbol (dim_param), or unknown.
 struct Dim {
-  int64_t Extent = -1;    ///< >= 0 when known
-  llvm::StringRef Symbol; ///< dim_param when not known (interned); may be empty
+  int64_t Extent = -1; ///< >= 0 when known
+  DimSymbol Symbol;    ///< dim_param when not known; may be empty
 
   static Dim known(int64_t N) { return Dim{N, {}}; }
-  static Dim symbolic(llvm::StringRef S) { return Dim{-1, internSymbol(S)}; }
+  static Dim symbolic(llvm::StringRef S) { return Dim{-1, DimSymbol::get(S)}; }
   bool isKnown() const { return Extent >= 0; }
   bool operator==(const Dim &O) const {
     return Extent == O.Extent && Symbol == O.Symbol;
@@ -104,17 +125,17 @@ public:
   std::string Name;
   ValueKind Kind = ValueKind::Intermediate;
   DType Elem = DType::Undefined;
+  bool IsGraphOutput = false;
+  /// Declared as a sequence, map, optional or sparse tensor: no dense tensor
+  /// shape to know (ops on such values are costed without one). A value with
+  /// no type information at all is not NonTensor: its shape is unknown.
+  bool NonTensor = false;
   /// Position in its graph's Values, in order of definition: two imports
   /// of one file number their values alike.
   uint32_t Id = 0;
   std::optional<Shape> Shp; ///< nullopt: rank unknown
   Node *Producer = nullptr;
   llvm::SmallVector<Node *, 2> Users;
-  bool IsGraphOutput = false;
-  /// Declared as a sequence, map, optional or sparse tensor: no dense tensor
-  /// shape to know (ops on such values are costed without one). A value with
-  /// no type information at all is not NonTensor: its shape is unknown.
-  bool NonTensor = false;
   Boxed<InitializerInfo> Init; ///< set for initializers
   /// Small integer constant contents, when the loader saw them (shape
   /// tensors, axes); used by ridge's own shape rules.

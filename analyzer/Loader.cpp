@@ -730,7 +730,7 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   if (Batched.empty())
     for (const ModelSource::Input &In : Src.inputs())
       if (In.Ranked && !In.Dims.empty()) {
-        Batched = In.Dims[0].Symbol;
+        Batched = In.Dims[0].Symbol.str();
         break;
       }
   for (const auto &[Name, N] : Opts.DimBindings)
@@ -754,7 +754,7 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
       }
     for (Dim &D : In.Dims)
       for (const auto &[Name, N] : Opts.DimBindings)
-        if (!D.isKnown() && D.Symbol == Name)
+        if (!D.isKnown() && D.Symbol.name() == Name)
           D = Dim::known(N);
   }
   std::vector<const ModelSource::Input *> Inputs;
@@ -765,7 +765,7 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
     return fileError(Src.path(), "no graph input has a batch dimension to bind (use --batch-dim)");
   const Dim &D0 = Inputs.front()->Dims[0];
   if (!D0.isKnown() && !D0.Symbol.empty()) {
-    LO.DimBindings.emplace_back(D0.Symbol, Batch);
+    LO.DimBindings.emplace_back(D0.Symbol.str(), Batch);
     return Src.load(LO, Diags);
   }
   for (const ModelSource::Input *In : Inputs) {

@@ -199,7 +199,7 @@ void refineShape(Value &V, const Shape &S) {
 struct IV {
   int64_t V = 0;
   bool Known = false;
-  StringRef Sym; ///< interned, as Dim::Symbol
+  DimSymbol Sym;
 
   static IV known(int64_t X) {
     IV R;

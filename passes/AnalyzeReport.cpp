@@ -170,7 +170,7 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       if (NC.NeedsBackward)
         O["bwd_time"] = phaseTimeJson(R.Bwd);
     } else {
-      O["unmodeled_reason"] = NC.Unmodeled;
+      O["unmodeled_reason"] = NC.Unmodeled.str();
     }
     Nodes.push_back(std::move(O));
   }

@@ -297,7 +297,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   } else {
     ++R.UnmodeledNodes;
     ++Unmodeled[(N.domainName() == "ai.onnx" ? N.OpType : N.Domain + "." + N.OpType) +
-                " (" + NC.Unmodeled + ")"];
+                " (" + NC.Unmodeled.str() + ")"];
     for (const Value *V : N.Outputs)
       if (V)
         R.UnmodeledFlopsEstimate += V->numElements().value_or(0) * Multiplier;

@@ -53,16 +53,35 @@ struct PhaseCost {
   }
 };
 
+/// Why a node is not costed: one pointer, null for almost every node.
+class UnmodeledReason {
+public:
+  UnmodeledReason &operator=(std::string Why) {
+    if (Why.empty())
+      P.reset();
+    else
+      P.emplace(std::move(Why));
+    return *this;
+  }
+  bool empty() const { return !P; }
+  llvm::StringRef ref() const { return P ? llvm::StringRef(*P) : llvm::StringRef(); }
+  std::string str() const { return ref().str(); }
+  operator llvm::StringRef() const { return ref(); }
+
+private:
+  Boxed<std::string> P;
+};
+
 struct NodeCost {
   const Node *N = nullptr;
-  bool Modeled = false;
-  std::string Unmodeled;  ///< why not, when !Modeled
   PhaseCost Fwd, Bwd;
   double SavedBytes = 0;  ///< extra tensors kept for backward (masks, stats)
   /// Activations (node inputs/outputs) kept for backward; deduplicated
   /// across nodes when totals are taken.
   llvm::SmallVector<const Value *, 2> Saved;
   double Multiplier = 1;  ///< loop trip counts; 0 for an If branch not taken
+  UnmodeledReason Unmodeled; ///< why not, when !Modeled
+  bool Modeled = false;
   bool NeedsBackward = false;
 };
 

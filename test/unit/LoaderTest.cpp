@@ -89,7 +89,7 @@ TEST_F(LoaderTest, DeclaredInputsLeaveInitializersOut) {
   const ModelSource::Input &X = (*Src)->inputs().front();
   EXPECT_EQ(X.Name, "x");
   ASSERT_EQ(X.Dims.size(), 2u);
-  EXPECT_EQ(X.Dims[0].Symbol, "N");
+  EXPECT_EQ(X.Dims[0].Symbol.name(), "N");
   EXPECT_EQ(X.Dims[1].Extent, 8);
 }
 
