@@ -390,12 +390,22 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     if (!C)
       return C.takeError();
     X.C = std::move(*C); // the manager ends with this scope
+    if (I == 0) {
+      // The search keeps micro-batch 1. Its sharding propagations start
+      // now, on the worker, while the per-position sums below are taken
+      // (both only read M1 and C1).
+      M1 = std::move(X.M);
+      C1 = std::move(X.C);
+      propagateAhead();
+    }
+    const Model &Mod = I == 0 ? *M1 : *X.M;
+    const CostResult &Cost = I == 0 ? C1 : X.C;
     Timing::Scope Phase(T, "plan: recomputation and per-position sums");
-    X.Full = planRecompute(*X.M, X.C, Config::Recompute::Full, FloatBytes);
-    X.Sel = planRecompute(*X.M, X.C, Config::Recompute::Selective, FloatBytes);
-    collect(*X.M, X.C, X.Full, X.Sel, FloatBytes, X.F, X.B, X.S, X.SS, X.Ck);
-    X.Live = liveBytes(*X.M->Main, FloatBytes);
-    const Graph &Main = *X.M->Main;
+    X.Full = planRecompute(Mod, Cost, Config::Recompute::Full, FloatBytes);
+    X.Sel = planRecompute(Mod, Cost, Config::Recompute::Selective, FloatBytes);
+    collect(Mod, Cost, X.Full, X.Sel, FloatBytes, X.F, X.B, X.S, X.SS, X.Ck);
+    X.Live = liveBytes(*Mod.Main, FloatBytes);
+    const Graph &Main = *Mod.Main;
     for (const Value *V : Main.Inputs)
       if (!V->isInitializer())
         X.In += V->numBytes().value_or(0);
@@ -424,14 +434,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   // warnings repeat micro-batch 1's; they are merged after (each said once).
   DiagnosticEngine Diags2;
   std::optional<llvm::Error> E1;
-  auto First = [&](bool Timed) {
-    E1.emplace(Run(0, Diags, Timed));
-    if (!*E1) {
-      M1 = std::move(Sides[0].M);
-      C1 = std::move(Sides[0].C);
-      propagateAhead(); // reads M1 and C1 only
-    }
-  };
+  auto First = [&](bool Timed) { E1.emplace(Run(0, Diags, Timed)); };
   std::thread FirstThread;
   try {
     FirstThread = std::thread(First, false);
