@@ -20,20 +20,47 @@ PEER = ("import onnx, sys; m = onnx.load(sys.argv[1], load_external_data=False);
 
 
 def timed(cmd):
-    """(wall seconds, peak RSS bytes) of one run: wall from perf_counter
-    (GNU time rounds to 10 ms), peak RSS from GNU time."""
+    """(wall seconds, peak RSS bytes, user seconds, system seconds) of one
+    run: wall from perf_counter (GNU time rounds to 10 ms), the rest from
+    GNU time."""
     start = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "@@%M"] + cmd, capture_output=True, text=True)
+    p = subprocess.run(["/usr/bin/time", "-f", "@@%M %U %S"] + cmd, capture_output=True,
+                       text=True)
     sec = time.perf_counter() - start
     if p.returncode:
         sys.exit(f"bench: {' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
-    kb = re.findall(r"@@(\d+)", p.stderr)[-1]
-    return sec, int(kb) * 1024
+    kb, user, system = re.findall(r"@@(\d+) ([\d.]+) ([\d.]+)", p.stderr)[-1]
+    return sec, int(kb) * 1024, float(user), float(system)
 
 
 def best(cmd, n):
+    """The fastest of n runs (wall, its user and system seconds) and the
+    largest peak RSS."""
     runs = [timed(cmd) for _ in range(n)]
-    return min(r[0] for r in runs), max(r[1] for r in runs)
+    fast = min(runs, key=lambda r: r[0])
+    return fast[0], max(r[1] for r in runs), fast[2], fast[3]
+
+
+FRESH = """
+import mmap, resource, sys, time
+n = 1 << 30
+m = mmap.mmap(-1, n)
+if sys.argv[1] == "thp":
+    m.madvise(mmap.MADV_HUGEPAGE)
+r0 = resource.getrusage(resource.RUSAGE_SELF)
+for i in range(0, n, 4096):
+    m[i] = 1
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+print(r1.ru_stime - r0.ru_stime)
+"""
+
+
+def fresh_memory_cost(pages):
+    """System seconds to touch 1 GiB of fresh anonymous memory, per MiB:
+    what the kernel (and under a VM, the host) spends supplying zeroed
+    pages, which ridge pays for every byte it allocates once."""
+    out = subprocess.run([PY, "-c", FRESH, pages], check=True, capture_output=True, text=True)
+    return float(out.stdout) * 1000 / 1024
 
 
 def ensure(path, gen):
@@ -76,8 +103,8 @@ def main():
     print("|---|---:|---:|---:|---:|---:|")
     times = {}
     for name, path, cmd in cases:
-        t, rss = best(cmd, a.repeat)
-        times[name] = t
+        t, rss, user, system = best(cmd, a.repeat)
+        times[name] = (t, user, system)
         peer = None if "plan" in name else best([PY, "-c", PEER, path], 1 if "1,000,000" in name else a.repeat)[0]
         ratio = f"{peer / t:.0f}x" if peer else "-"
         print(f"| {name} | {t:.3f} | {'-' if peer is None else f'{peer:.3f}'} | {ratio} | "
@@ -87,7 +114,13 @@ def main():
         big = times.get(f"synthetic 1,000,000 nodes: {what}")
         small = times.get(f"synthetic 100,000 nodes: {what}")
         if big and small:
-            print(f"\n1M / 100k nodes, {what}: {big / small:.1f}x", flush=True)
+            print(f"\n1M / 100k nodes, {what}: {big[0] / small[0]:.1f}x wall, "
+                  f"{big[1] / small[1]:.1f}x user time; system time {big[2]:.2f} s against "
+                  f"{small[2]:.2f} s", flush=True)
+    # What fresh memory costs here, in the same run (it varies between runs
+    # on a VM whose host supplies memory on first touch).
+    print(f"\nfresh memory on this machine: {fresh_memory_cost('4k'):.2f} ms/MiB on 4 KiB pages, "
+          f"{fresh_memory_cost('thp'):.2f} ms/MiB on huge pages (system time, 1 GiB touched)")
 
 
 main()
