@@ -1,6 +1,7 @@
 //===- IR.cpp - ridge's graph IR ------------------------------------------===//
 #include "analyzer/IR.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 #include <mutex>
 
@@ -87,8 +88,8 @@ llvm::SmallVector<Graph *, 2> Node::subgraphs() const {
 }
 
 Value *Graph::lookupLocal(llvm::StringRef N) const {
-  auto It = ByName.find(N);
-  return It == ByName.end() ? nullptr : It->second;
+  std::optional<uint32_t> Id = ByName.find(N, Values);
+  return Id ? Values[*Id] : nullptr;
 }
 
 Value *Graph::lookup(llvm::StringRef N) const {
@@ -112,14 +113,57 @@ DimSymbol DimSymbol::get(llvm::StringRef S) {
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }
 
 std::pair<Value *, bool> Graph::tryAddValue(llvm::StringRef N, ValueKind K) {
-  auto It = ByName.find(N);
-  if (It != ByName.end())
-    return {It->second, false};
+  if (std::optional<uint32_t> Id = ByName.find(N, Values))
+    return {Values[*Id], false};
   Value *V = &Values.add();
   V->Name = N.str();
   V->Kind = K;
-  ByName.try_emplace(llvm::StringRef(V->Name), V);
+  ByName.insert(*V);
   return {V, true};
+}
+
+uint32_t NameIndex::hash(llvm::StringRef N) { return uint32_t(llvm::xxh3_64bits(N)); }
+
+void NameIndex::reserve(size_t N) {
+  size_t Want = 16;
+  while (Want * 7 < N * 10)
+    Want *= 2;
+  if (Want <= Slots.size())
+    return;
+  std::vector<Slot> Old = std::move(Slots);
+  Slots.assign(Want, Slot());
+  for (const Slot &S : Old)
+    if (S.Id != UINT32_MAX)
+      place(S.Hash, S.Id);
+}
+
+void NameIndex::place(uint32_t Hash, uint32_t Id) {
+  size_t Mask = Slots.size() - 1;
+  size_t I = Hash & Mask;
+  while (Slots[I].Id != UINT32_MAX)
+    I = (I + 1) & Mask;
+  Slots[I] = {Hash, Id};
+}
+
+void NameIndex::insert(const Value &V) {
+  if ((Count + 1) * 10 > Slots.size() * 7)
+    reserve(Count + 1);
+  place(hash(V.Name), V.Id);
+  ++Count;
+}
+
+std::optional<uint32_t> NameIndex::find(llvm::StringRef N, const ValueList &Values) const {
+  if (Slots.empty())
+    return std::nullopt;
+  uint32_t H = hash(N);
+  size_t Mask = Slots.size() - 1;
+  for (size_t I = H & Mask;; I = (I + 1) & Mask) {
+    const Slot &S = Slots[I];
+    if (S.Id == UINT32_MAX)
+      return std::nullopt;
+    if (S.Hash == H && Values[S.Id]->Name == N)
+      return S.Id;
+  }
 }
 
 size_t Graph::numNodesRecursive() const {

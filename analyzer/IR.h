@@ -10,7 +10,6 @@
 
 #include "analyzer/DType.h"
 #include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMapEntry.h"
 #include "llvm/ADT/StringRef.h"
@@ -120,8 +119,7 @@ struct InitializerInfo {
 /// An SSA value: a graph input, an initializer or a node output.
 class Value {
 public:
-  /// Set once, by the graph that adds the value (its name index points
-  /// into this string).
+  /// Set once, by the graph that adds the value (its name index hashed it).
   std::string Name;
   ValueKind Kind = ValueKind::Intermediate;
   DType Elem = DType::Undefined;
@@ -254,6 +252,32 @@ private:
   std::vector<Value *> Ptrs;
 };
 
+/// A graph's values by name: open addressing over (hash, Id) pairs, 8 bytes
+/// a slot. A probe compares the stored hash and reads a value's name only
+/// when the hash matches, so a lookup in a million-value graph touches the
+/// slot array and the one value found; a map keyed by the names themselves
+/// read a value's name at every probe (a cache miss each).
+class NameIndex {
+public:
+  /// The Id of the value named N in Values, or none.
+  std::optional<uint32_t> find(llvm::StringRef N, const ValueList &Values) const;
+  /// Records V (whose name is not in the index yet).
+  void insert(const Value &V);
+  /// Sizes the index for N values.
+  void reserve(size_t N);
+  bool empty() const { return Count == 0; }
+
+private:
+  struct Slot {
+    uint32_t Hash = 0;
+    uint32_t Id = UINT32_MAX; ///< UINT32_MAX: empty
+  };
+  std::vector<Slot> Slots; ///< a power of two, at most 70% full
+  size_t Count = 0;
+  static uint32_t hash(llvm::StringRef N);
+  void place(uint32_t Hash, uint32_t Id);
+};
+
 /// A graph: the model's main graph, a subgraph or a function body.
 class Graph {
 public:
@@ -283,7 +307,7 @@ public:
   /// Sizes the name index for about N values (import of a large graph).
   void reserveValues(size_t N) {
     if (ByName.empty() && N > 16) {
-      ByName.reserve(unsigned(std::min<size_t>(N, size_t(1) << 28)));
+      ByName.reserve(std::min<size_t>(N, size_t(1) << 28));
       Values.reserve(std::min<size_t>(N, size_t(1) << 28));
     }
   }
@@ -298,9 +322,7 @@ public:
   size_t numNodesRecursive() const;
 
 private:
-  /// By name; each key is the value's own Name (values never move), so the
-  /// index copies no strings and allocates nothing per value.
-  llvm::DenseMap<llvm::StringRef, Value *> ByName;
+  NameIndex ByName;
 };
 
 /// A model-local function (FunctionProto): its body is kept as a graph whose

@@ -424,7 +424,12 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                             const std::map<std::string, int64_t> &Opsets) {
   if (G.Name.empty())
     G.Name = GP.Name.empty() ? "main" : GP.Name.str();
-  G.reserveValues(GP.Initializers.size() + GP.Inputs.size() + 2 * GP.Nodes.size());
+  // Sized for the values there will be (the index's buckets are all
+  // written when it is allocated: 50 MB at a million nodes).
+  size_t NumValues = GP.Initializers.size() + GP.Inputs.size();
+  for (const auto &NP : GP.Nodes)
+    NumValues += NP.Outputs.size();
+  G.reserveValues(NumValues);
   for (const auto &T : GP.Initializers)
     if (Error E = importInitializer(T, G, nullptr))
       return E;
