@@ -1,6 +1,7 @@
 //===- IRTest.cpp - Shapes, dims and element types ------------------------===//
 #include "analyzer/DType.h"
 #include "analyzer/IR.h"
+#include "llvm/Support/xxhash.h"
 #include <cmath>
 #include <gtest/gtest.h>
 
@@ -67,4 +68,56 @@ TEST(Graph, LookupSeesEnclosingGraphs) {
   EXPECT_EQ(Inner.lookup("y"), Y);
   EXPECT_EQ(Inner.lookupLocal("x"), nullptr);
   EXPECT_EQ(Outer.lookup("y"), nullptr);
+}
+
+// The name index grows from empty (16 slots, rehashed at 70%) and from a
+// reserved size; every name added is found as the value added, a name
+// differing by one character is not, and adding a name twice returns the
+// first value.
+TEST(Graph, NameIndexThroughGrowth) {
+  for (size_t Reserve : {size_t(0), size_t(50000)}) {
+    Graph G;
+    G.reserveValues(Reserve);
+    std::vector<Value *> Added;
+    for (int I = 0; I < 20000; ++I)
+      Added.push_back(G.addValue("v" + std::to_string(I), ValueKind::Intermediate));
+    Value *Empty = G.addValue("", ValueKind::GraphInput);
+    ASSERT_EQ(G.Values.size(), 20001u);
+    for (int I = 0; I < 20000; ++I) {
+      ASSERT_EQ(G.lookupLocal("v" + std::to_string(I)), Added[I]) << I;
+      ASSERT_EQ(Added[I]->Id, unsigned(I));
+      ASSERT_EQ(G.lookupLocal("w" + std::to_string(I)), nullptr) << I;
+    }
+    EXPECT_EQ(G.lookupLocal(""), Empty);
+    auto [Again, New] = G.tryAddValue("v123", ValueKind::GraphInput);
+    EXPECT_FALSE(New);
+    EXPECT_EQ(Again, Added[123]);
+    EXPECT_EQ(Again->Kind, ValueKind::Intermediate);
+    EXPECT_EQ(G.Values.size(), 20001u);
+  }
+}
+
+// Dim symbols are interned: equal names give equal symbols (by address),
+// and a Dim is two words.
+TEST(Graph, DimSymbolsInterned) {
+  Dim A = Dim::symbolic("batch"), B = Dim::symbolic(std::string("bat") + "ch");
+  EXPECT_TRUE(A == B);
+  EXPECT_EQ(A.Symbol.name(), "batch");
+  EXPECT_FALSE(A == Dim::symbolic("batch2"));
+  EXPECT_TRUE(Dim::symbolic("").Symbol.empty());
+  static_assert(sizeof(Dim) == 16, "a Dim is an extent and one pointer");
+}
+
+// "c42025" and "c101558" share the low 32 bits of their xxh3 hash (found by
+// search): the index must tell them apart by name.
+TEST(Graph, NameIndexHashCollision) {
+  ASSERT_EQ(uint32_t(llvm::xxh3_64bits(llvm::StringRef("c42025"))),
+            uint32_t(llvm::xxh3_64bits(llvm::StringRef("c101558"))));
+  Graph G;
+  Value *A = G.addValue("c42025", ValueKind::Intermediate);
+  EXPECT_EQ(G.lookupLocal("c101558"), nullptr);
+  Value *B = G.addValue("c101558", ValueKind::Intermediate);
+  EXPECT_NE(A, B);
+  EXPECT_EQ(G.lookupLocal("c42025"), A);
+  EXPECT_EQ(G.lookupLocal("c101558"), B);
 }
