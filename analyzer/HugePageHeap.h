@@ -17,6 +17,8 @@
 #ifndef RIDGE_ANALYZER_HUGEPAGEHEAP_H
 #define RIDGE_ANALYZER_HUGEPAGEHEAP_H
 
+#include <string>
+
 namespace ridge {
 
 /// The GLIBC_TUNABLES ridge adds: malloc madvises its heaps for THP
@@ -34,6 +36,23 @@ void reexecWithHugePageHeap(char **Argv);
 /// What the heap runs on after reexecWithHugePageHeap, and why, for
 /// --timing: "transparent huge pages (...)", "4 KiB pages (RIDGE_HUGEPAGES=0)".
 const char *hugePageHeapStatus();
+
+/// For a single-threaded pipeline about to allocate Bytes or more of heap it
+/// keeps (a large graph's IR and analyses): starts a thread that faults in
+/// the main heap's pages as malloc extends it, before the pipeline writes
+/// them, so that the kernel's zeroing of fresh pages (and, on a VM, the
+/// host's supplying them: 0.1 to 2 ms per MiB on the project's machine)
+/// runs on another core. It populates pages with MADV_POPULATE_WRITE
+/// (contents untouched) between the heap's frontier and the program break,
+/// which malloc moves 256 MiB ahead at a time meanwhile, and stops after
+/// Bytes. Nothing happens unless the heap is ridge's own (the main arena
+/// grows contiguously), Bytes is at least 64 MiB, RIDGE_PREFAULT is not 0,
+/// and the kernel has MADV_POPULATE_WRITE (Linux 5.14). Not for pipelines
+/// that keep both cores busy (ridge plan).
+void prefaultHeapAhead(unsigned long long Bytes);
+
+/// Bytes faulted in ahead so far, and why none when none, for --timing.
+std::string prefaultStatus();
 
 } // namespace ridge
 

@@ -684,6 +684,8 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
   return M;
 }
 
+size_t ModelSource::numNodes() const { return P->Wire.G.Nodes.size(); }
+
 llvm::Expected<std::unique_ptr<Model>>
 ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
                  DiagnosticEngine &Diags) {

@@ -43,6 +43,8 @@ public:
   llvm::Expected<std::unique_ptr<Model>> load(const LoadOptions &Opts,
                                               DiagnosticEngine &Diags) const;
   llvm::StringRef path() const { return Path; }
+  /// Nodes of the main graph as the file lists them (subgraphs not counted).
+  size_t numNodes() const;
 
   /// A graph input as the file declares it (initializers excluded).
   struct Input {
