@@ -51,7 +51,8 @@ const char *hugePageHeapStatus();
 /// that keep both cores busy (ridge plan).
 void prefaultHeapAhead(unsigned long long Bytes);
 
-/// Bytes faulted in ahead so far, and why none when none, for --timing.
+/// How much of the heap the thread has populated so far, or why it did not
+/// start, for --timing.
 std::string prefaultStatus();
 
 } // namespace ridge

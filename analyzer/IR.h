@@ -254,9 +254,9 @@ private:
 
 /// A graph's values by name: open addressing over (hash, Id) pairs, 8 bytes
 /// a slot. A probe compares the stored hash and reads a value's name only
-/// when the hash matches, so a lookup in a million-value graph touches the
-/// slot array and the one value found; a map keyed by the names themselves
-/// read a value's name at every probe (a cache miss each).
+/// when the hash matches, so a lookup in a million-value graph reads the
+/// slot array and the value found; a map keyed by the names themselves read
+/// a value's name at every probe (a cache miss each).
 class NameIndex {
 public:
   /// The Id of the value named N in Values, or none.
@@ -307,7 +307,7 @@ public:
   /// of that name is returned as is).
   Value *addValue(llvm::StringRef N, ValueKind K);
   /// The value named N, added with kind K if it was not there (second:
-  /// whether it was added); one hash lookup.
+  /// whether it was added).
   std::pair<Value *, bool> tryAddValue(llvm::StringRef N, ValueKind K);
   /// Starts loading where a lookup of N in this graph will look (an
   /// importer looking names up in a loop calls it some names ahead, so that
