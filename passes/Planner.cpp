@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <future>
 #include <limits>
 #include <map>
@@ -110,6 +109,9 @@ struct TPLayout {
   /// equals the difference of two prefixes).
   std::vector<double> PreOwn, PreSplit;
   bool ParamsExact = false;
+  /// The propagation this layout was made from: the plan's own, or for a
+  /// reused one its source's (a reused result carries no copy of it).
+  const ShardingResult *Shards = nullptr;
 };
 
 /// What one tensor-parallel degree (and sequence-parallel choice) implies.
@@ -666,8 +668,10 @@ void Planner::propagateAhead() {
   if (Keys.empty())
     return;
   // Largest degree first: a result whose every split divided holds for
-  // the divisors of its degree too (ShardingResult::AllDivisible), and is
-  // copied instead of propagated again.
+  // the divisors of its degree too (ShardingResult::AllDivisible). Those
+  // are not propagated again: their result names the degree it reuses and
+  // holds nothing else (tpPlan takes the source's plan), so that the worker
+  // copies nothing (30 MB a result at a million nodes).
   struct Job {
     unsigned T;
     bool SP;
@@ -682,25 +686,22 @@ void Planner::propagateAhead() {
     // The graph by pointer: search() hands M1 to its result while a job the
     // search never asked for may still run (the model lives on there).
     Worker = std::thread([this, G = M1->Main.get(), Jobs = std::move(Jobs)]() mutable {
-      std::vector<std::pair<unsigned, const ShardingResult *>> Reusable[2];
-      std::deque<ShardingResult> Kept;
+      std::vector<unsigned> Reusable[2]; ///< degrees whose every split divided
       for (Job &J : Jobs) {
         try {
           ShardingResult R;
-          const ShardingResult *From = nullptr;
-          for (auto &[T, Res] : Reusable[J.SP])
+          unsigned From = 0;
+          for (unsigned T : Reusable[J.SP])
             if (T % J.T == 0)
-              From = Res;
+              From = T;
           if (From) {
-            R = *From;
-            R.ReusedFrom = R.Degree;
             R.Degree = J.T;
+            R.SequenceParallel = J.SP;
+            R.ReusedFrom = From;
           } else {
             R = propagateSharding(*G, J.T, J.SP, C1.NeedsGrad);
-            if (R.AllDivisible) {
-              Kept.push_back(R);
-              Reusable[J.SP].push_back({J.T, &Kept.back()});
-            }
+            if (R.AllDivisible)
+              Reusable[J.SP].push_back(J.T);
           }
           J.Result.set_value(std::move(R));
         } catch (...) {
@@ -736,6 +737,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     return TP;
   }
   Timing::Scope Phase(Opts.Timer, "plan: tensor-parallel plans");
+  TP.Shards = &TP.Sharding; // TPPlans never moves its entries
   TP.Split = TP.Sharding.Split;
   TP.SplitParams.assign(Pos.size(), 0);
   // Each position's parameters in order, as Pos[P].ParamValues lists them.
@@ -1153,7 +1155,7 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
           Stages.push_back(StageOf(Q));
       if (Stages.size() < 2)
         continue;
-      bool Split = TP.Sharding.SplitParams.count(Sp.V);
+      bool Split = TP.Shards->SplitParams.count(Sp.V);
       for (size_t I = 1; I < Stages.size(); ++I)
         (Split ? A.CopySplit : A.CopyParams)[Stages[I]] += Sp.Elems;
       A.Tied.emplace_back(unsigned(Stages.size()), Split, Sp.Elems);
@@ -1674,8 +1676,8 @@ llvm::Expected<PlanResult> Planner::search() {
     const PlanEval &W = R.Ranked.front();
     const TPPlan &TP = tpPlan(W.C.T, W.C.SP);
     for (size_t P = 0; P < Pos.size(); ++P)
-      if (!TP.Sharding.WeightSplit[P].empty())
-        R.WeightSplits.emplace_back(Pos[P].N->Name, TP.Sharding.WeightSplit[P]);
+      if (!TP.Shards->WeightSplit[P].empty())
+        R.WeightSplits.emplace_back(Pos[P].N->Name, TP.Shards->WeightSplit[P]);
   }
   if (Opts.Scaling) {
     // Strong scaling: the same global batch on 1, 2, 4, ... devices, each
