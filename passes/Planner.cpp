@@ -260,7 +260,12 @@ private:
   std::vector<SharedParam> Shared;
   std::vector<CollectiveCost> CollCosts; ///< distinct collectives
   std::map<std::tuple<unsigned, uint64_t, uint64_t>, uint32_t> CollCostIds; ///< by kind and bytes
-  llvm::DenseMap<std::pair<const Value *, unsigned>, uint32_t> CollCostOf; ///< by tensor and kind
+  /// Each collective's index in CollCosts by tensor and kind: by Value::Id
+  /// and kind for main-graph tensors (UINT32_MAX: none yet; an array read
+  /// in about the order of the positions, where a hash map missed the cache
+  /// once a collective at a million nodes), by pointer for the others.
+  std::vector<uint32_t> CollCostById;
+  llvm::DenseMap<std::pair<const Value *, unsigned>, uint32_t> CollCostOf;
   /// What evaluating a configuration writes: one per search thread.
   struct Workspace {
     Group G; ///< the current group
@@ -760,16 +765,21 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   TP.ParamsExact = XOwn.exact() && XSplit.exact();
   // Collectives of equal kind and bytes cost the same: each distinct one
   // gets an index (per tensor and kind, then by value).
-  CollCostOf.reserve(CollCostOf.size() + TP.Sharding.Collectives.size());
+  constexpr unsigned Kinds = unsigned(CollectiveKind::AllToAll) + 1;
+  if (CollCostById.empty())
+    CollCostById.assign(M1->Main->Values.size() * Kinds, UINT32_MAX);
   TP.CollPos.reserve(TP.Sharding.Collectives.size());
   TP.CollCost.reserve(TP.Sharding.Collectives.size());
   for (const TPCollective &Col : TP.Sharding.Collectives) {
-    auto [It, New] = CollCostOf.try_emplace({Col.Tensor, unsigned(Col.Kind)}, 0);
-    if (New) {
+    const Value *T = Col.Tensor;
+    bool Main = M1->Main->owns(T);
+    uint32_t &Id = Main ? CollCostById[size_t(T->Id) * Kinds + unsigned(Col.Kind)]
+                        : CollCostOf.try_emplace({T, unsigned(Col.Kind)}, UINT32_MAX)
+                              .first->second;
+    if (Id == UINT32_MAX) {
       // Its size at micro-batch 2, by Id when it is a main-graph value.
-      const Value *T = Col.Tensor;
       double B1 = valueBytes(T, floatBytes(Cfg));
-      double B2 = M1->Main->owns(T) ? Bytes2[T->Id] : B1;
+      double B2 = Main ? Bytes2[T->Id] : B1;
       Affine Bytes = Affine::fit(B1, B2);
       uint64_t A, B;
       std::memcpy(&A, &Bytes.A, sizeof(A));
@@ -778,10 +788,10 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
           CollCostIds.try_emplace({unsigned(Col.Kind), A, B}, uint32_t(CollCosts.size()));
       if (VNew)
         CollCosts.push_back({Col.Kind, Bytes});
-      It->second = VIt->second;
+      Id = VIt->second;
     }
     TP.CollPos.push_back(Col.At->Index);
-    TP.CollCost.push_back(It->second);
+    TP.CollCost.push_back(Id);
     TP.CollFwd.push_back(!Col.Backward);
   }
   TP.UsedCosts = TP.CollCost;
