@@ -185,26 +185,28 @@ void ridge::forEachActivationRange(
     llvm::function_ref<void(const Value *, long Def, long Last)> F) {
   long N = long(G.Nodes.size());
   // Constants (a scale scalar every layer reads) live everywhere but are
-  // not activations.
-  llvm::DenseSet<const Value *> Activation;
-  Activation.reserve(G.Nodes.size() + G.Inputs.size());
+  // not activations. Activations are G's own values (its inputs and its
+  // nodes' outputs): one flag each by Value::Id (a hash set of pointers
+  // missed the cache at every query on a large graph).
+  std::vector<bool> Activation(G.Values.size(), false);
+  auto IsActivation = [&](const Value *V) { return V && G.owns(V) && Activation[V->Id]; };
   for (const Value *V : G.Inputs)
     if (!V->isInitializer())
-      Activation.insert(V);
+      Activation[V->Id] = true;
   for (const auto &Nd : G.Nodes) {
     bool FromInput = false;
     for (const Value *In : Nd->Inputs)
-      FromInput |= In && Activation.count(In);
+      FromInput |= IsActivation(In);
     for (const Graph *Sub : Nd->subgraphs())
       for (const Value *In : Sub->Captures)
-        FromInput |= Activation.count(In) > 0;
+        FromInput |= IsActivation(In);
     if (FromInput)
       for (const Value *Out : Nd->Outputs)
         if (Out)
-          Activation.insert(Out);
+          Activation[Out->Id] = true;
   }
   auto Visit = [&](const Value *V, long Def) {
-    if (!Activation.count(V) || (FloatOnly && !isFloatingPoint(V->Elem)))
+    if (!IsActivation(V) || (FloatOnly && !isFloatingPoint(V->Elem)))
       return;
     long Last = Def;
     for (const Node *U : V->Users)
