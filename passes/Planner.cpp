@@ -506,26 +506,34 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     Pos[Top->Index].RecompSel |= Sel1.Recomputed[I];
   }
   // Parameters belong to the first position that reads them; the later
-  // readers of a shared one are listed.
-  llvm::DenseMap<const Value *, uint32_t> FirstReader;
-  FirstReader.reserve(C1.Trainable.size());
+  // readers of a shared one are listed. The inputs of main-graph nodes are
+  // main-graph values: their first reader is kept by Value::Id (UINT32_MAX:
+  // not a trainable parameter, or not read yet), which a query reads in
+  // about position order, where a hash set and map of pointers missed the
+  // cache twice an input at a million nodes.
+  constexpr uint32_t NotParam = UINT32_MAX, Unread = UINT32_MAX - 1;
+  std::vector<uint32_t> FirstReader(G.Values.size(), NotParam);
+  for (const Value *V : C1.Trainable)
+    if (G.owns(V))
+      FirstReader[V->Id] = Unread;
   llvm::MapVector<const Value *, std::vector<uint32_t>> LaterReaders;
   for (size_t P = 0; P < N; ++P)
     for (const Value *In : Pos[P].N->Inputs) {
-      if (!In || !C1.Trainable.count(In))
+      if (!In || !G.owns(In) || FirstReader[In->Id] == NotParam)
         continue;
-      auto [It, New] = FirstReader.try_emplace(In, uint32_t(P));
-      if (New) {
+      uint32_t &First = FirstReader[In->Id];
+      if (First == Unread) {
+        First = uint32_t(P);
         Pos[P].Params += In->numElements().value_or(0);
         Pos[P].ParamValues.push_back(In);
-      } else if (It->second != P) {
+      } else if (First != P) {
         std::vector<uint32_t> &L = LaterReaders[In];
         if (L.empty() || L.back() != P)
           L.push_back(uint32_t(P));
       }
     }
   for (auto &[V, Later] : LaterReaders) {
-    SharedParam Sp{V, V->numElements().value_or(0), {FirstReader[V]}};
+    SharedParam Sp{V, V->numElements().value_or(0), {FirstReader[V->Id]}};
     Sp.Readers.insert(Sp.Readers.end(), Later.begin(), Later.end());
     Shared.push_back(std::move(Sp));
   }
