@@ -322,8 +322,18 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
   Saved.assign(N, 0);
   SavedSel.assign(N, 0);
   Checkpoint.assign(N, 0);
+  // Each saved tensor counts once: main-graph values flagged by Value::Id
+  // (read in about position order), subgraph values in a set.
+  std::vector<bool> SeenMain(G.Values.size(), false);
   llvm::DenseSet<const Value *> Seen;
-  Seen.reserve(N);
+  auto FirstSeen = [&](const Value *V) {
+    if (!G.owns(V))
+      return Seen.insert(V).second;
+    if (SeenMain[V->Id])
+      return false;
+    SeenMain[V->Id] = true;
+    return true;
+  };
   auto Bytes = [&](const Value *V) { return valueBytes(V, FloatBytes); };
   for (size_t I = 0; I < C.Nodes.size(); ++I) {
     const NodeCost &NC = C.Nodes[I];
@@ -337,7 +347,7 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
     Bwd[P] += NC.Bwd * NC.Multiplier;
     double S = NC.SavedBytes * NC.Multiplier;
     for (const Value *V : NC.Saved)
-      if (!V->isInitializer() && Seen.insert(V).second)
+      if (!V->isInitializer() && FirstSeen(V))
         S += Bytes(V) * std::max(1.0, NC.Multiplier);
     Saved[P] += S;
     if (Sel.KeptSaved[I])
