@@ -783,7 +783,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   TP.ParamsExact = XOwn.exact() && XSplit.exact();
   // Collectives of equal kind and bytes cost the same: each distinct one
   // gets an index (per tensor and kind, then by value).
-  constexpr unsigned Kinds = unsigned(CollectiveKind::AllToAll) + 1;
+  constexpr unsigned Kinds = NumCollectiveKinds;
   if (CollCostById.empty())
     CollCostById.assign(M1->Main->Values.size() * Kinds, UINT32_MAX);
   TP.CollPos.reserve(TP.Sharding.Collectives.size());

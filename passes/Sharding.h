@@ -26,6 +26,9 @@
 namespace ridge {
 
 enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll };
+/// The number of kinds (tables indexed by kind are this wide): the last
+/// kind plus one.
+constexpr unsigned NumCollectiveKinds = unsigned(CollectiveKind::AllToAll) + 1;
 const char *collectiveName(CollectiveKind K);
 
 /// One collective on the tensor-parallel group, per micro-batch.
