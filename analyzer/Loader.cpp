@@ -636,9 +636,11 @@ static const onnx::ModelProto *protoOf(llvm::StringRef Path, ModelSource::Parsed
 
 llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts,
                                                          DiagnosticEngine &Diags) const {
-  auto Import = [&](const wire::Model &W) -> llvm::Expected<std::unique_ptr<Model>> {
+  // A decoded model, or ONNX's inferred protobuf (importModel serializes
+  // and decodes it).
+  auto Import = [&](const auto &Proto) -> llvm::Expected<std::unique_ptr<Model>> {
     try {
-      return importModel(W, Path, P->Dir, Diags);
+      return importModel(Proto, Path, P->Dir, Diags);
     } catch (const std::exception &E) {
       return fileError(Path, llvm::Twine("cannot import model: ") + E.what());
     }
@@ -666,11 +668,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
       applyBindings(Bound, Opts);
       inferShapesWithOnnx(Path, Bound, Diags);
       Phase.emplace(Opts.Timer, "load: import to IR");
-      std::string Inferred = Bound.SerializeAsString(); // the decoded model refers into it
-      wire::Model W;
-      if (!wire::decodeModel(Inferred, W, wire::trustedDecode()))
-        return fileError(Path, "cannot decode the model ONNX inferred (internal error)");
-      auto Again = Import(W);
+      auto Again = Import(Bound);
       if (!Again)
         return Again.takeError();
       M = std::move(Again);
