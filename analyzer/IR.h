@@ -10,6 +10,7 @@
 
 #include "analyzer/DType.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMapEntry.h"
 #include "llvm/ADT/StringRef.h"
@@ -332,6 +333,34 @@ public:
 
 private:
   NameIndex ByName;
+};
+
+/// A T for each value one graph's nodes read: by Value::Id for the graph's
+/// own values (a vector, read in about the order of definition; a hash map
+/// of pointers missed the cache at every query on a large graph), in a hash
+/// map for the others (an enclosing or nested graph's). For flags, T is
+/// uint8_t (a std::vector<bool> has no T &).
+template <typename T> class ValueMap {
+public:
+  explicit ValueMap(const Graph &G, T Default = T())
+      : G(G), Own(G.Values.size(), Default), Default(Default) {}
+  /// V's entry, added as Default when absent.
+  T &operator[](const Value *V) {
+    return G.owns(V) ? Own[V->Id] : Other.try_emplace(V, Default).first->second;
+  }
+  /// V's entry, or Default.
+  T lookup(const Value *V) const {
+    if (G.owns(V))
+      return Own[V->Id];
+    auto It = Other.find(V);
+    return It == Other.end() ? Default : It->second;
+  }
+
+private:
+  const Graph &G;
+  std::vector<T> Own;
+  llvm::DenseMap<const Value *, T> Other;
+  T Default;
 };
 
 /// A model-local function (FunctionProto): its body is kept as a graph whose

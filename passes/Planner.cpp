@@ -14,6 +14,7 @@
 #include <future>
 #include <limits>
 #include <map>
+#include <optional>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -260,12 +261,10 @@ private:
   std::vector<SharedParam> Shared;
   std::vector<CollectiveCost> CollCosts; ///< distinct collectives
   std::map<std::tuple<unsigned, uint64_t, uint64_t>, uint32_t> CollCostIds; ///< by kind and bytes
-  /// Each collective's index in CollCosts by tensor and kind: by Value::Id
-  /// and kind for main-graph tensors (UINT32_MAX: none yet; an array read
-  /// in about the order of the positions, where a hash map missed the cache
-  /// once a collective at a million nodes), by pointer for the others.
-  std::vector<uint32_t> CollCostById;
-  llvm::DenseMap<std::pair<const Value *, unsigned>, uint32_t> CollCostOf;
+  /// Each collective's index in CollCosts, by tensor and kind (UINT32_MAX:
+  /// none yet); made with the first tensor-parallel plan.
+  using CollCostIndex = std::array<uint32_t, NumCollectiveKinds>;
+  std::optional<ValueMap<CollCostIndex>> CollCostOf;
   /// What evaluating a configuration writes: one per search thread.
   struct Workspace {
     Group G; ///< the current group
@@ -322,17 +321,13 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
   Saved.assign(N, 0);
   SavedSel.assign(N, 0);
   Checkpoint.assign(N, 0);
-  // Each saved tensor counts once: main-graph values flagged by Value::Id
-  // (read in about position order), subgraph values in a set.
-  std::vector<bool> SeenMain(G.Values.size(), false);
-  llvm::DenseSet<const Value *> Seen;
+  // Each saved tensor counts once.
+  ValueMap<uint8_t> Seen(G, 0);
   auto FirstSeen = [&](const Value *V) {
-    if (!G.owns(V))
-      return Seen.insert(V).second;
-    if (SeenMain[V->Id])
-      return false;
-    SeenMain[V->Id] = true;
-    return true;
+    uint8_t &S = Seen[V];
+    bool First = !S;
+    S = 1;
+    return First;
   };
   auto Bytes = [&](const Value *V) { return valueBytes(V, FloatBytes); };
   for (size_t I = 0; I < C.Nodes.size(); ++I) {
@@ -516,22 +511,20 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     Pos[Top->Index].RecompSel |= Sel1.Recomputed[I];
   }
   // Parameters belong to the first position that reads them; the later
-  // readers of a shared one are listed. The inputs of main-graph nodes are
-  // main-graph values: their first reader is kept by Value::Id (UINT32_MAX:
-  // not a trainable parameter, or not read yet), which a query reads in
-  // about position order, where a hash set and map of pointers missed the
-  // cache twice an input at a million nodes.
+  // readers of a shared one are listed. (A trainable parameter's first
+  // reader, or NotParam; Unread until it has one.)
   constexpr uint32_t NotParam = UINT32_MAX, Unread = UINT32_MAX - 1;
-  std::vector<uint32_t> FirstReader(G.Values.size(), NotParam);
+  ValueMap<uint32_t> FirstReader(G, NotParam);
   for (const Value *V : C1.Trainable)
-    if (G.owns(V))
-      FirstReader[V->Id] = Unread;
+    FirstReader[V] = Unread;
   llvm::MapVector<const Value *, std::vector<uint32_t>> LaterReaders;
   for (size_t P = 0; P < N; ++P)
     for (const Value *In : Pos[P].N->Inputs) {
-      if (!In || !G.owns(In) || FirstReader[In->Id] == NotParam)
+      if (!In)
         continue;
-      uint32_t &First = FirstReader[In->Id];
+      uint32_t &First = FirstReader[In];
+      if (First == NotParam)
+        continue;
       if (First == Unread) {
         First = uint32_t(P);
         Pos[P].Params += In->numElements().value_or(0);
@@ -543,7 +536,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
       }
     }
   for (auto &[V, Later] : LaterReaders) {
-    SharedParam Sp{V, V->numElements().value_or(0), {FirstReader[V->Id]}};
+    SharedParam Sp{V, V->numElements().value_or(0), {FirstReader[V]}};
     Sp.Readers.insert(Sp.Readers.end(), Later.begin(), Later.end());
     Shared.push_back(std::move(Sp));
   }
@@ -783,21 +776,20 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   TP.ParamsExact = XOwn.exact() && XSplit.exact();
   // Collectives of equal kind and bytes cost the same: each distinct one
   // gets an index (per tensor and kind, then by value).
-  constexpr unsigned Kinds = NumCollectiveKinds;
-  if (CollCostById.empty())
-    CollCostById.assign(M1->Main->Values.size() * Kinds, UINT32_MAX);
+  if (!CollCostOf) {
+    CollCostIndex None;
+    None.fill(UINT32_MAX);
+    CollCostOf.emplace(*M1->Main, None);
+  }
   TP.CollPos.reserve(TP.Sharding.Collectives.size());
   TP.CollCost.reserve(TP.Sharding.Collectives.size());
   for (const TPCollective &Col : TP.Sharding.Collectives) {
     const Value *T = Col.Tensor;
-    bool Main = M1->Main->owns(T);
-    uint32_t &Id = Main ? CollCostById[size_t(T->Id) * Kinds + unsigned(Col.Kind)]
-                        : CollCostOf.try_emplace({T, unsigned(Col.Kind)}, UINT32_MAX)
-                              .first->second;
+    uint32_t &Id = (*CollCostOf)[T][unsigned(Col.Kind)];
     if (Id == UINT32_MAX) {
       // Its size at micro-batch 2, by Id when it is a main-graph value.
       double B1 = valueBytes(T, floatBytes(Cfg));
-      double B2 = Main ? Bytes2[T->Id] : B1;
+      double B2 = M1->Main->owns(T) ? Bytes2[T->Id] : B1;
       Affine Bytes = Affine::fit(B1, B2);
       uint64_t A, B;
       std::memcpy(&A, &Bytes.A, sizeof(A));

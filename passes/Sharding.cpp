@@ -22,7 +22,7 @@ class Propagator {
 public:
   Propagator(const Graph &G, unsigned T, bool SP, const llvm::DenseSet<const Value *> &NG,
              ShardingResult &R)
-      : G(G), T(T), SP(SP), NeedsGrad(NG), R(R), States(G.Values.size()) {}
+      : G(G), T(T), SP(SP), NeedsGrad(NG), R(R), States(G) {}
 
   void run();
 
@@ -32,26 +32,12 @@ private:
   bool SP;
   const llvm::DenseSet<const Value *> &NeedsGrad;
   ShardingResult &R;
-  /// Each value's state, by Value::Id of G's values (R when not set); a
-  /// value of another graph, which G's nodes never read, in Foreign.
-  std::vector<State> States;
-  llvm::DenseMap<const Value *, State> Foreign;
+  ValueMap<State> States; ///< R when not set
 
-  State get(const Value *V) const {
-    if (!V)
-      return State();
-    if (G.owns(V))
-      return States[V->Id];
-    auto It = Foreign.find(V);
-    return It == Foreign.end() ? State() : It->second;
-  }
+  State get(const Value *V) const { return V ? States.lookup(V) : State(); }
   void set(const Value *V, State S) {
-    if (!V)
-      return;
-    if (G.owns(V))
-      States[V->Id] = S;
-    else
-      Foreign[V] = S;
+    if (V)
+      States[V] = S;
   }
   int rankOf(const Value *V) const { return V && V->Shp ? int(V->Shp->rank()) : -1; }
   int64_t dimOf(const Value *V, int D) const {

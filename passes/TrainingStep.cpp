@@ -185,14 +185,12 @@ void ridge::forEachActivationRange(
     llvm::function_ref<void(const Value *, long Def, long Last)> F) {
   long N = long(G.Nodes.size());
   // Constants (a scale scalar every layer reads) live everywhere but are
-  // not activations. Activations are G's own values (its inputs and its
-  // nodes' outputs): one flag each by Value::Id (a hash set of pointers
-  // missed the cache at every query on a large graph).
-  std::vector<bool> Activation(G.Values.size(), false);
-  auto IsActivation = [&](const Value *V) { return V && G.owns(V) && Activation[V->Id]; };
+  // not activations.
+  ValueMap<uint8_t> Activation(G, 0);
+  auto IsActivation = [&](const Value *V) { return V && Activation.lookup(V); };
   for (const Value *V : G.Inputs)
     if (!V->isInitializer())
-      Activation[V->Id] = true;
+      Activation[V] = 1;
   for (const auto &Nd : G.Nodes) {
     bool FromInput = false;
     for (const Value *In : Nd->Inputs)
@@ -203,7 +201,7 @@ void ridge::forEachActivationRange(
     if (FromInput)
       for (const Value *Out : Nd->Outputs)
         if (Out)
-          Activation[Out->Id] = true;
+          Activation[Out] = 1;
   }
   auto Visit = [&](const Value *V, long Def) {
     if (!IsActivation(V) || (FloatOnly && !isFloatingPoint(V->Elem)))
