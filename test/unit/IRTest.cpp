@@ -121,3 +121,23 @@ TEST(Graph, NameIndexHashCollision) {
   EXPECT_EQ(G.lookupLocal("c42025"), A);
   EXPECT_EQ(G.lookupLocal("c101558"), B);
 }
+
+// ValueMap: the graph's own values and another graph's are kept apart
+// (their ids may coincide), absent values read as the default.
+TEST(Graph, ValueMapOwnAndOtherValues) {
+  Graph Outer, Inner;
+  Inner.Parent = &Outer;
+  Value *X = Outer.addValue("x", ValueKind::GraphInput);
+  Value *Y = Inner.addValue("y", ValueKind::Intermediate);
+  Value *Z = Inner.addValue("z", ValueKind::Intermediate);
+  ASSERT_EQ(X->Id, Y->Id); // both first in their graph
+  ValueMap<int> M(Inner, -1);
+  EXPECT_EQ(M.lookup(Y), -1);
+  M[Y] = 7;
+  M[X] = 3;
+  EXPECT_EQ(M.lookup(Y), 7);
+  EXPECT_EQ(M.lookup(X), 3);
+  EXPECT_EQ(M.lookup(Z), -1);
+  ++M[Z];
+  EXPECT_EQ(M.lookup(Z), 0);
+}
