@@ -188,6 +188,16 @@ template <typename DecodeFn> Got messageField(Fields &F, unsigned W, DecodeFn &&
   return ok(F.bytes(Sub) && Decode(Sub));
 }
 
+/// A repeated message field: a new element at the end of List, the field's
+/// bytes decoded into it by Decode(Sub, Element).
+template <typename ListT, typename DecodeFn>
+Got appendField(Fields &F, unsigned W, ListT &List, DecodeFn &&Decode) {
+  return messageField(F, W, [&](StringRef Sub) {
+    List.emplace_back();
+    return Decode(Sub, List.back());
+  });
+}
+
 /// A repeated integer field, packed or not.
 template <typename VecT> Got varintsField(Fields &F, unsigned W, VecT &Out) {
   return W != Varint && W != LengthDelim ? Got::Skip : ok(readVarints(F, W, Out));
@@ -209,14 +219,10 @@ public:
           return graph(Sub, M.G, 1);
         });
       case 8:
-        return messageField(F, W, [&](StringRef Sub) {
-          M.Opsets.emplace_back();
-          return opset(Sub, M.Opsets.back());
-        });
+        return appendField(F, W, M.Opsets, opset);
       case 25: // functions: inlined on the protobuf path
-        return messageField(F, W, [&](StringRef Sub) {
-          M.Functions.emplace_back();
-          return !Opts.Strict && function(Sub, M.Functions.back(), 1);
+        return appendField(F, W, M.Functions, [&](StringRef Sub, Function &Fn) {
+          return !Opts.Strict && function(Sub, Fn, 1);
         });
       case 14: // metadata_props
       case 20: // training_info
@@ -378,10 +384,7 @@ private:
         return messageField(F, W, [&](StringRef Sub) {
           T.HasShape = true;
           return eachField(Sub, [&](Fields &G, uint64_t N, unsigned X) {
-            return N != 1 ? Got::Skip : messageField(G, X, [&](StringRef Dim) {
-              T.Dims.emplace_back();
-              return dimension(Dim, T.Dims.back());
-            });
+            return N != 1 ? Got::Skip : appendField(G, X, T.Dims, dimension);
           });
         });
       return Got::Skip;
@@ -465,14 +468,12 @@ private:
           return true;
         });
       case 10:
-        return messageField(F, W, [&](StringRef Sub) {
-          A.Tensors.emplace_back();
-          return tensor(Sub, A.Tensors.back(), Depth + 1);
+        return appendField(F, W, A.Tensors, [&](StringRef Sub, Tensor &T) {
+          return tensor(Sub, T, Depth + 1);
         });
       case 11:
-        return messageField(F, W, [&](StringRef Sub) {
-          A.Graphs.emplace_back();
-          return graph(Sub, A.Graphs.back(), Depth + 1);
+        return appendField(F, W, A.Graphs, [&](StringRef Sub, Graph &G) {
+          return graph(Sub, G, Depth + 1);
         });
       case 20: { // type (enum AttributeType: 0..14)
         int32_t Ty = A.Type;
@@ -509,9 +510,8 @@ private:
       case 4: return bytesField(F, W, N.OpType);
       case 7: return bytesField(F, W, N.Domain);
       case 5:
-        return messageField(F, W, [&](StringRef Sub) {
-          N.Attrs.emplace_back();
-          return attribute(Sub, N.Attrs.back(), Depth + 1);
+        return appendField(F, W, N.Attrs, [&](StringRef Sub, Attribute &A) {
+          return attribute(Sub, A, Depth + 1);
         });
       }
       return Got::Skip;
@@ -536,30 +536,24 @@ private:
     return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       switch (Num) {
       case 1:
-        return messageField(F, W, [&](StringRef Sub) {
-          G.Nodes.emplace_back();
-          return node(Sub, G.Nodes.back(), Depth + 1);
+        return appendField(F, W, G.Nodes, [&](StringRef Sub, Node &N) {
+          return node(Sub, N, Depth + 1);
         });
       case 2: return bytesField(F, W, G.Name);
       case 5:
-        return messageField(F, W, [&](StringRef Sub) {
-          G.Initializers.emplace_back();
-          return tensor(Sub, G.Initializers.back(), Depth + 1);
+        return appendField(F, W, G.Initializers, [&](StringRef Sub, Tensor &T) {
+          return tensor(Sub, T, Depth + 1);
         });
       case 11:
       case 12:
       case 13:
-        return messageField(F, W, [&](StringRef Sub) {
-          auto &List = Num == 11 ? G.Inputs : Num == 12 ? G.Outputs : G.ValueInfos;
-          List.emplace_back();
-          return valueInfo(Sub, List.back());
-        });
+        return appendField(F, W, Num == 11 ? G.Inputs : Num == 12 ? G.Outputs : G.ValueInfos,
+                           [&](StringRef Sub, ValueInfo &V) { return valueInfo(Sub, V); });
       case 14: // quantization_annotation: checked by protobuf only
         return W == LengthDelim && Opts.Strict ? Got::Bad : Got::Skip;
       case 15: // sparse_initializer: left to protobuf in strict mode
-        return messageField(F, W, [&](StringRef Sub) {
-          G.SparseInitializers.emplace_back();
-          return !Opts.Strict && sparse(Sub, G.SparseInitializers.back(), Depth + 1);
+        return appendField(F, W, G.SparseInitializers, [&](StringRef Sub, SparseTensor &S) {
+          return !Opts.Strict && sparse(Sub, S, Depth + 1);
         });
       }
       return Got::Skip;
@@ -582,15 +576,11 @@ private:
           return true;
         });
       case 7:
-        return messageField(F, W, [&](StringRef Sub) {
-          Fn.Body.Nodes.emplace_back();
-          return node(Sub, Fn.Body.Nodes.back(), Depth + 1);
+        return appendField(F, W, Fn.Body.Nodes, [&](StringRef Sub, Node &N) {
+          return node(Sub, N, Depth + 1);
         });
       case 9:
-        return messageField(F, W, [&](StringRef Sub) {
-          Fn.Opsets.emplace_back();
-          return opset(Sub, Fn.Opsets.back());
-        });
+        return appendField(F, W, Fn.Opsets, opset);
       }
       return Got::Skip;
     });
