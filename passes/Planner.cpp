@@ -286,10 +286,13 @@ private:
   const StageAgg &stageAgg(Group &G, Config::Recompute Rc, unsigned P, unsigned V);
   PlanEval evaluate(Workspace &W, const PlanConfig &PC, unsigned N);
   PlanEval evaluate(const PlanConfig &PC, unsigned N) { return evaluate(Work[0], PC, N); }
-  std::vector<PlanEval> evaluateAll(const std::vector<PlanConfig> &Cs, unsigned N);
+  /// A configuration to evaluate on N devices.
+  struct Job {
+    PlanConfig C;
+    unsigned N;
+  };
+  std::vector<PlanEval> evaluateAll(const std::vector<Job> &Jobs);
   std::vector<PlanConfig> enumerate(unsigned N, const PlanOptions &O) const;
-  bool bestFor(unsigned N, const PlanOptions &O, PlanEval &Best, std::vector<PlanEval> *All,
-               std::map<std::string, size_t> *Reasons, size_t &Evaluated);
 
   double linkBandwidth(bool Inter) const {
     const LinkSpec &L = Inter ? Dev.InterNode : Dev.IntraNode;
@@ -1512,25 +1515,27 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
 
 /// Evaluates Cs grouped by what they share (t, sp, micro-batch, then
 /// recomputation and partition), returning the results in Cs's order.
-std::vector<PlanEval> Planner::evaluateAll(const std::vector<PlanConfig> &Cs, unsigned N) {
-  std::vector<size_t> Order(Cs.size());
+std::vector<PlanEval> Planner::evaluateAll(const std::vector<Job> &Jobs) {
+  std::vector<size_t> Order(Jobs.size());
   std::iota(Order.begin(), Order.end(), size_t(0));
   auto Key = [](const PlanConfig &C) {
     return std::make_tuple(C.T, C.SP, C.MicroBatch, int(C.Recomp), C.P * C.V, C.P, C.V);
   };
   std::stable_sort(Order.begin(), Order.end(),
-                   [&](size_t A, size_t B) { return Key(Cs[A]) < Key(Cs[B]); });
-  std::vector<PlanEval> Out(Cs.size());
+                   [&](size_t A, size_t B) { return Key(Jobs[A].C) < Key(Jobs[B].C); });
+  std::vector<PlanEval> Out(Jobs.size());
   // Two threads, each with its own workspace, take the groups (t, sp,
   // micro-batch) of the order one at a time, the next free one as each
   // finishes. A group's per-position tables cost more than its
   // configurations on a large graph, and groups differ: halves cut by
   // configuration count left one thread idle for a third of the 1M-node
-  // search. What the threads share is read only: the tensor-parallel plans
-  // are made first. Each configuration's result does not depend on which
-  // workspace evaluates it.
+  // search. Jobs of every device count share a group's tables (the single-
+  // device baseline and a scaling study reuse the search's). What the
+  // threads share is read only: the tensor-parallel plans are made first.
+  // Each configuration's result does not depend on which workspace
+  // evaluates it, nor on what else is evaluated.
   auto GroupOf = [&](size_t I) {
-    return std::make_tuple(Cs[I].T, Cs[I].SP, Cs[I].MicroBatch);
+    return std::make_tuple(Jobs[I].C.T, Jobs[I].C.SP, Jobs[I].C.MicroBatch);
   };
   std::vector<size_t> Starts;
   for (size_t K = 0; K < Order.size(); ++K)
@@ -1541,12 +1546,12 @@ std::vector<PlanEval> Planner::evaluateAll(const std::vector<PlanConfig> &Cs, un
   auto Run = [&](Workspace &W) {
     for (size_t G = Next++; G + 1 < Starts.size(); G = Next++)
       for (size_t K = Starts[G]; K < Starts[G + 1]; ++K)
-        Out[Order[K]] = evaluate(W, Cs[Order[K]], N);
+        Out[Order[K]] = evaluate(W, Jobs[Order[K]].C, Jobs[Order[K]].N);
   };
   std::thread Second;
   if (Starts.size() > 2 && Order.size() >= 64) {
-    for (const PlanConfig &C : Cs)
-      (void)tpPlan(C.T, C.SP);
+    for (const Job &J : Jobs)
+      (void)tpPlan(J.C.T, J.C.SP);
     try {
       Second = std::thread(Run, std::ref(Work[1]));
     } catch (const std::system_error &) {
@@ -1620,26 +1625,13 @@ std::vector<PlanConfig> Planner::enumerate(unsigned N, const PlanOptions &Opts) 
   return Out;
 }
 
-bool Planner::bestFor(unsigned N, const PlanOptions &O, PlanEval &Best,
-                      std::vector<PlanEval> *All, std::map<std::string, size_t> *Reasons,
-                      size_t &Evaluated) {
-  bool Found = false;
-  std::vector<PlanEval> Evals = evaluateAll(enumerate(N, O), N);
-  for (PlanEval &E : Evals) {
-    ++Evaluated;
-    if (!E.Fits) {
-      if (Reasons)
-        ++(*Reasons)["does not fit device memory"];
-      continue;
-    }
-    if (All)
-      All->push_back(E);
-    if (!Found || E.StepSeconds < Best.StepSeconds) {
-      Best = E;
-      Found = true;
-    }
-  }
-  return Found;
+/// The fastest of Evals that fits (the first of equals), if any.
+static const PlanEval *fastest(llvm::ArrayRef<PlanEval> Evals) {
+  const PlanEval *Best = nullptr;
+  for (const PlanEval &E : Evals)
+    if (E.Fits && (!Best || E.StepSeconds < Best->StepSeconds))
+      Best = &E;
+  return Best;
 }
 
 llvm::Expected<PlanResult> Planner::search() {
@@ -1650,48 +1642,69 @@ llvm::Expected<PlanResult> Planner::search() {
   R.Opts = Opts;
   R.StepType = Cfg.ComputeDType.value_or(DType::Float);
   R.Params = Params;
-  std::map<std::string, size_t> Reasons;
   bool Fixed = Opts.TP && Opts.PP && Opts.DP;
-  PlanEval Winner;
-  bestFor(Opts.Devices, Opts, Winner, &R.Ranked, &Reasons, R.Evaluated);
-  if (R.Evaluated == 0)
+  // One evaluation for the search, the single-device baseline and the
+  // scaling study: the configurations of every device count that share a
+  // group (t, sp, micro-batch) share its per-position tables.
+  std::vector<Job> Jobs;
+  for (const PlanConfig &C : enumerate(Opts.Devices, Opts))
+    Jobs.push_back({C, Opts.Devices});
+  size_t NumMain = Jobs.size();
+  if (NumMain == 0)
     return usageError(formatv("plan: no configuration of {0} device(s) splits global batch "
                               "{1} as asked: the data-parallel degree must divide the global "
                               "batch and the micro-batch size each replica's share",
                               Opts.Devices, Opts.GlobalBatch));
+  // Single device: the same global batch, best micro-batch and
+  // recomputation, whether or not it fits (the speedup baseline).
+  for (int64_t B = 1; B <= Opts.GlobalBatch; B *= 2) {
+    if (Opts.GlobalBatch % B)
+      continue;
+    for (Config::Recompute Rc : {Config::Recompute::None, Config::Recompute::Full})
+      Jobs.push_back({PlanConfig{1, 1, 1, 1, 0, B, Opts.GlobalBatch / B, Rc, false}, 1});
+  }
+  size_t NumBaseline = Jobs.size() - NumMain;
+  // Strong scaling: the same global batch on 1, 2, 4, ... devices, each
+  // with its best configuration (a fixed one is not imposed here).
+  std::vector<std::pair<unsigned, size_t>> ScalingEnds; ///< device count, end in Jobs
+  if (Opts.Scaling) {
+    PlanOptions Free = Opts;
+    Free.TP.reset();
+    Free.PP.reset();
+    Free.DP.reset();
+    for (unsigned N = 1; N <= Opts.Devices; N *= 2) {
+      for (const PlanConfig &C : enumerate(N, Free))
+        Jobs.push_back({C, N});
+      ScalingEnds.emplace_back(N, Jobs.size());
+    }
+  }
+  std::vector<PlanEval> Evals = evaluateAll(Jobs);
+  llvm::ArrayRef<PlanEval> All(Evals);
+
+  R.Evaluated = NumMain;
+  size_t NotFit = 0;
+  for (const PlanEval &E : All.take_front(NumMain)) {
+    if (E.Fits)
+      R.Ranked.push_back(E);
+    else
+      ++NotFit;
+  }
   std::stable_sort(R.Ranked.begin(), R.Ranked.end(),
                    [](const PlanEval &A, const PlanEval &B) { return A.StepSeconds < B.StepSeconds; });
   if (Fixed && R.Ranked.empty()) {
     // The fixed configuration does not fit: still report its breakdown.
-    auto Cs = enumerate(Opts.Devices, Opts);
-    if (!Cs.empty())
-      R.Fixed = evaluate(Cs.front(), Opts.Devices);
+    R.Fixed = All.front();
   } else if (Fixed) {
     R.Fixed = R.Ranked.front();
   }
-  for (auto &[Why, Count] : Reasons)
-    R.RejectReasons.emplace_back(Why, Count);
+  if (NotFit)
+    R.RejectReasons.emplace_back("does not fit device memory", NotFit);
   R.Rejected = R.Evaluated - R.Ranked.size();
-  // Single device: the same global batch, best micro-batch and
-  // recomputation, whether or not it fits (the speedup baseline).
-  {
-    PlanEval Best;
-    bool Found = false;
-    std::vector<PlanConfig> Cs;
-    for (int64_t B = 1; B <= Opts.GlobalBatch; B *= 2) {
-      if (Opts.GlobalBatch % B)
-        continue;
-      for (Config::Recompute Rc : {Config::Recompute::None, Config::Recompute::Full})
-        Cs.push_back(PlanConfig{1, 1, 1, 1, 0, B, Opts.GlobalBatch / B, Rc, false});
-    }
-    std::vector<PlanEval> Evals = evaluateAll(Cs, 1);
-    for (const PlanEval &E : Evals)
-      if (!Found || E.StepSeconds < Best.StepSeconds) {
-        Best = E;
-        Found = true;
-      }
-    R.SingleDevice = Best;
-  }
+  const PlanEval *Base = nullptr;
+  for (const PlanEval &E : All.slice(NumMain, NumBaseline))
+    if (!Base || E.StepSeconds < Base->StepSeconds)
+      Base = &E;
+  R.SingleDevice = Base ? *Base : PlanEval();
   if (!R.Ranked.empty()) {
     const PlanEval &W = R.Ranked.front();
     const TPPlan &TP = tpPlan(W.C.T, W.C.SP);
@@ -1699,19 +1712,11 @@ llvm::Expected<PlanResult> Planner::search() {
       if (!TP.Shards->WeightSplit[P].empty())
         R.WeightSplits.emplace_back(Pos[P].N->Name, TP.Shards->WeightSplit[P]);
   }
-  if (Opts.Scaling) {
-    // Strong scaling: the same global batch on 1, 2, 4, ... devices, each
-    // with its best configuration (a fixed one is not imposed here).
-    PlanOptions Free = Opts;
-    Free.TP.reset();
-    Free.PP.reset();
-    Free.DP.reset();
-    for (unsigned N = 1; N <= Opts.Devices; N *= 2) {
-      PlanEval Best;
-      size_t Ev = 0;
-      if (bestFor(N, Free, Best, nullptr, nullptr, Ev))
-        R.Scaling.emplace_back(N, Best);
-    }
+  size_t Begin = NumMain + NumBaseline;
+  for (auto [N, End] : ScalingEnds) {
+    if (const PlanEval *Best = fastest(All.slice(Begin, End - Begin)))
+      R.Scaling.emplace_back(N, *Best);
+    Begin = End;
   }
   R.SearchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
