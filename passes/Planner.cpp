@@ -4,6 +4,7 @@
 #include "passes/Roofline.h"
 #include "passes/TrainingStep.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <algorithm>
 #include <atomic>
@@ -163,12 +164,29 @@ struct Group {
   unsigned T = 0;
   bool SP = false;
   const TPPlan *TP = nullptr;
-  std::vector<double> TF, TB, TPT; ///< forward, backward, TP collectives
-  std::vector<double> TPF;         ///< of which forward (replayed by full recomputation)
-  std::vector<double> Cost[3];     ///< forward + backward + recompute + TP
-  std::vector<double> Prefix[3];   ///< Prefix[k]: Cost[0] + ... + Cost[k-1], in order
+  /// Per position: its slot (2 class + split), whose forward and backward
+  /// times are SlotTF and SlotTB (positions of one class and split have
+  /// equal times; a table per position cost 16 bytes a position to write
+  /// and read again for every group of a million-position graph).
+  std::vector<uint32_t> SlotOf;
+  std::vector<double> SlotTF, SlotTB;
+  std::vector<double> TPT; ///< per position: TP collectives
+  std::vector<double> TPF; ///< of which forward (replayed by full recomputation)
+  /// Prefix[k]: the costs of positions 0 .. k-1 summed in order (cost():
+  /// forward + backward + recompute + TP).
+  std::vector<double> Prefix[3];
   std::vector<double> Collapsed[3]; ///< Prefix at the stage boundaries (for balance)
   bool Bounded[3] = {false, false, false}; ///< every cost finite and non-negative
+  /// Position Q's forward and backward time.
+  double tf(size_t Q) const { return SlotTF[SlotOf[Q]]; }
+  double tb(size_t Q) const { return SlotTB[SlotOf[Q]]; }
+  /// Position Q's cost under recomputation R (Flag: the positions it
+  /// replays), computed as group() sums it into Prefix[R], bit for bit.
+  double cost(int R, const uint8_t *Flag, size_t Q) const {
+    double TF = tf(Q), Rec = R == 0 || !Flag[Q] ? 0 : R == 1 ? TF : TF + TPF[Q];
+    double X = TF + tb(Q) + Rec;
+    return X += TPT[Q];
+  }
   double MaxSeg[3][2];                     ///< largest segment of Prefix, Collapsed (-1: not yet)
   std::map<unsigned, std::vector<size_t>> Ends[3]; ///< by chunk count
   double TotBwd = 0, TotTP = 0, TotRec[3] = {0, 0, 0}; ///< over all positions, in order
@@ -270,9 +288,8 @@ private:
     Group G; ///< the current group
     // Per class and split (slot 2c + split): times and FLOP terms of the
     // current group, computed on first use.
-    std::vector<double> SlotTF, SlotTB, SlotMF, SlotMM0, SlotMM1;
+    std::vector<double> SlotMF, SlotMM0, SlotMM1;
     std::vector<uint8_t> SlotDone;
-    std::vector<uint32_t> SlotOf; ///< per position: 2 class + split
     std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
   };
   Workspace Work[2];
@@ -939,10 +956,10 @@ std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
 
 Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   Group &G = W.G;
-  auto &SlotTF = W.SlotTF, &SlotTB = W.SlotTB, &SlotMF = W.SlotMF, &SlotMM0 = W.SlotMM0,
+  auto &SlotTF = G.SlotTF, &SlotTB = G.SlotTB, &SlotMF = W.SlotMF, &SlotMM0 = W.SlotMM0,
        &SlotMM1 = W.SlotMM1, &CollSeconds = W.CollSeconds;
   auto &SlotDone = W.SlotDone;
-  auto &SlotOf = W.SlotOf;
+  auto &SlotOf = G.SlotOf;
   if (G.Valid && G.B == B && G.T == T && G.SP == SP)
     return G;
   const TPPlan &TP = tpPlan(T, SP);
@@ -991,10 +1008,7 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   SlotMF.resize(NSlots);
   SlotMM0.resize(NSlots);
   SlotMM1.resize(NSlots);
-  G.TF.resize(NPos);
-  G.TB.resize(NPos);
   for (int R = 0; R < 3; ++R) {
-    G.Cost[R].resize(NPos);
     G.Prefix[R].resize(NPos + 1);
     G.Prefix[R][0] = 0;
   }
@@ -1024,21 +1038,18 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   }
   const uint8_t *Sel = RecSel.data(), *Full = RecFull.data();
   const double *STF = SlotTF.data(), *STB = SlotTB.data();
-  double *TFs = G.TF.data(), *TBs = G.TB.data();
   const double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
-  double *C0 = G.Cost[0].data(), *C1 = G.Cost[1].data(), *C2 = G.Cost[2].data();
   double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
   double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0;
   double Pre0 = 0, Pre1 = 0, Pre2 = 0;
   for (size_t P = 0; P < NPos; ++P) {
     uint32_t Slot = Slots[P];
     double TF = STF[Slot], TB = STB[Slot], TPt = TPTs[P], TPf = TPFs[P];
-    TFs[P] = TF;
-    TBs[P] = TB;
     TotBwd += TB;
     TotTP += TPt;
     // Full recomputation replays a segment's forward, its tensor-parallel
     // collectives included (Megatron re-runs the layer's all-reduces).
+    // (Group::cost() is this, position by position.)
     double Zero = 0, RS = Sel[P] ? TF : 0, RF = Full[P] ? TF + TPf : 0;
     Rec1 += RS;
     Rec2 += RF;
@@ -1046,9 +1057,6 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
     X0 += TPt;
     X1 += TPt;
     X2 += TPt;
-    C0[P] = X0;
-    C1[P] = X1;
-    C2[P] = X2;
     P0[P + 1] = Pre0 += X0;
     P1[P + 1] = Pre1 += X1;
     P2[P + 1] = Pre2 += X2;
@@ -1139,7 +1147,7 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   size_t NPos = Pos.size();
   double Mb = double(Gr.B);
   unsigned Chunks = P * V;
-  const std::vector<double> &Cost = Gr.Cost[R], &Prefix = Gr.Prefix[R];
+  const std::vector<double> &Prefix = Gr.Prefix[R];
 
   // Pipeline stages: P*V chunks balanced by time; chunk c runs on stage c % P.
   auto EndsIt = Gr.Ends[R].find(Chunks);
@@ -1201,37 +1209,38 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   };
   // Stages' sums position by position, two stages at a time (independent
   // chains of additions), each in its own order.
-  const double *CostP = Cost.data(), *TBP = Gr.TB.data(), *TPTP = Gr.TPT.data(),
-               *TFP = Gr.TF.data();
+  const uint32_t *SlotOf = Gr.SlotOf.data();
+  const double *STF = Gr.SlotTF.data(), *STB = Gr.SlotTB.data(), *TPTP = Gr.TPT.data(),
+               *TPFP = Gr.TPF.data();
+  // Position Q's terms added to X: Group::cost() inline (the same
+  // additions in the same order), its backward, TP and recompute times.
+  auto Add = [&](auto HasFlag, size_t Q, Sums &X) {
+    uint32_t S = SlotOf[Q];
+    double TF = STF[S], TB = STB[S], TPt = TPTP[Q];
+    double Rec = !HasFlag || !Flag[Q] ? 0 : R == 1 ? TF : TF + TPFP[Q];
+    double C = TF + TB + Rec;
+    X.T += C += TPt;
+    X.B += TB;
+    X.TP += TPt;
+    if (HasFlag)
+      X.Rec += Flag[Q] ? TF : 0;
+  };
   // Sums Q in [Q0, Q1) into X, and Q in [R0, R0 + Q1 - Q0) into Y, with
   // local accumulators (independent chains).
   auto Walk = [&](auto HasFlag, size_t Q0, size_t Q1, Sums &X, const size_t *R0, Sums &Y) {
-    double T = X.T, B = X.B, TPs = X.TP, Rc = X.Rec;
+    Sums A = X;
     if (R0) {
-      double T2 = Y.T, B2 = Y.B, TP2 = Y.TP, Rc2 = Y.Rec;
+      Sums B = Y;
       for (size_t Q = Q0, Q2 = *R0; Q < Q1; ++Q, ++Q2) {
-        T += CostP[Q];
-        T2 += CostP[Q2];
-        B += TBP[Q];
-        B2 += TBP[Q2];
-        TPs += TPTP[Q];
-        TP2 += TPTP[Q2];
-        if (HasFlag) {
-          Rc += Flag[Q] ? TFP[Q] : 0;
-          Rc2 += Flag[Q2] ? TFP[Q2] : 0;
-        }
+        Add(HasFlag, Q, A);
+        Add(HasFlag, Q2, B);
       }
-      Y = {T2, B2, TP2, Rc2};
+      Y = B;
     } else {
-      for (size_t Q = Q0; Q < Q1; ++Q) {
-        T += CostP[Q];
-        B += TBP[Q];
-        TPs += TPTP[Q];
-        if (HasFlag)
-          Rc += Flag[Q] ? TFP[Q] : 0;
-      }
+      for (size_t Q = Q0; Q < Q1; ++Q)
+        Add(HasFlag, Q, A);
     }
-    X = {T, B, TPs, Rc};
+    X = A;
   };
   auto Exact = [&](unsigned Sa, const unsigned *Sb, Sums &Xa, Sums &Xb) {
     if (P == 1 && Ends.back() == NPos) { // stage 0 sums every position in order
@@ -1275,8 +1284,12 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
       for (unsigned C = 0; C < V; ++C) {
         unsigned C1 = S1 + C * P, C2 = S2 + C * P;
         size_t B1 = StartOf(C1), B2 = StartOf(C2), L = Ends[C1] - B1;
-        if (Ends[C2] - B2 != L || std::memcmp(&Cost[B1], &Cost[B2], L * sizeof(double)))
+        if (Ends[C2] - B2 != L)
           return false;
+        for (size_t I = 0; I < L; ++I)
+          if (llvm::bit_cast<uint64_t>(Gr.cost(R, Flag, B1 + I)) !=
+              llvm::bit_cast<uint64_t>(Gr.cost(R, Flag, B2 + I)))
+            return false;
       }
       return true;
     };
@@ -1310,10 +1323,10 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
     for (unsigned Ch = 0; Ch < Chunks; ++Ch) {
       unsigned S = Ch % P;
       for (size_t Q = StartOf(Ch); Q < Ends[Ch]; ++Q) {
-        Time[S] += Cost[Q];
-        Bwd[S] += Gr.TB[Q];
+        Time[S] += Gr.cost(R, Flag, Q);
+        Bwd[S] += Gr.tb(Q);
         TPs[S] += Gr.TPT[Q];
-        Rec[S] += Flag && Flag[Q] ? Gr.TF[Q] : 0;
+        Rec[S] += Flag && Flag[Q] ? Gr.tf(Q) : 0;
       }
     }
     unsigned Slowest = 0;
