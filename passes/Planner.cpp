@@ -126,9 +126,9 @@ struct TPPlan : TPLayout {
 // position by position, configuration by configuration, would:
 //  - a Group holds what depends on (micro-batch, t, sp) only: each
 //    position's times (positions with equal costs share one roofline
-//    placement), the FLOP sums, and for each recomputation mode the cost
-//    per position and its running sum (the balance's prefix), all summed in
-//    position order as before;
+//    placement, a slot), the FLOP sums, and for each recomputation mode the
+//    running sum of the positions' costs (the balance's prefix), all summed
+//    in position order as before;
 //  - a StageAgg holds what a partition (recomputation, p, v) adds: the
 //    chunk ends, the slowest stage's times and each stage's memory terms;
 //    the ZeRO stages (and d) only enter evaluate()'s O(p) tail;
