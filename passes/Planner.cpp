@@ -1722,8 +1722,8 @@ llvm::Expected<PlanResult> Planner::search() {
     const PlanEval &W = R.Ranked.front();
     const TPPlan &TP = tpPlan(W.C.T, W.C.SP);
     for (size_t P = 0; P < Pos.size(); ++P)
-      if (!TP.Shards->WeightSplit[P].empty())
-        R.WeightSplits.emplace_back(Pos[P].N->Name, TP.Shards->WeightSplit[P]);
+      if (WeightSplitKind K = TP.Shards->WeightSplit[P]; K != WeightSplitKind::None)
+        R.WeightSplits.emplace_back(Pos[P].N->Name, weightSplitName(K));
   }
   size_t Begin = NumMain + NumBaseline;
   for (auto [N, End] : ScalingEnds) {

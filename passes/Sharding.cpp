@@ -14,6 +14,16 @@ const char *ridge::collectiveName(CollectiveKind K) {
   return "?";
 }
 
+const char *ridge::weightSplitName(WeightSplitKind K) {
+  switch (K) {
+  case WeightSplitKind::None: return "";
+  case WeightSplitKind::Col: return "col";
+  case WeightSplitKind::Row: return "row";
+  case WeightSplitKind::Vocab: return "vocab";
+  }
+  return "?";
+}
+
 namespace {
 
 using State = ShardState;
@@ -129,14 +139,14 @@ void Propagator::weightProduct(const Node &N, const Value *X, const Value *W, in
   const Value *Y = N.output(0);
   if (In.K == State::S && divisible(W, WInDim)) {
     // Row split: each device holds W's rows for its slice of K.
-    R.WeightSplit[N.Index] = "row";
+    R.WeightSplit[N.Index] = WeightSplitKind::Row;
     R.SplitParams.insert(weightSource(W));
     set(Y, State{State::P, -1});
   } else if (divisible(W, WOutDim)) {
     if (In.K == State::S)
       replicate(X, N);
     // Column split; backward: each device's dX is partial: all-reduce.
-    R.WeightSplit[N.Index] = "col";
+    R.WeightSplit[N.Index] = WeightSplitKind::Col;
     R.SplitParams.insert(weightSource(W));
     collective(CollectiveKind::AllReduce, true, X, N);
     set(Y, State{State::S, YSplitDim});
@@ -146,7 +156,7 @@ void Propagator::weightProduct(const Node &N, const Value *X, const Value *W, in
   }
   markSplit(N);
   // A Gemm bias along the split output dim is split with it.
-  if (N.OpType == "Gemm" && N.input(2) && R.WeightSplit[N.Index] == "col")
+  if (N.OpType == "Gemm" && N.input(2) && R.WeightSplit[N.Index] == WeightSplitKind::Col)
     R.SplitParams.insert(N.input(2));
 }
 
@@ -343,8 +353,12 @@ void Propagator::keepUnless(const Node &N, llvm::ArrayRef<int> BadDims) {
 }
 
 void Propagator::run() {
+  // About one collective a node on the largest graphs seen (a gather before
+  // each op that cannot keep a shard): room for that up front instead of a
+  // doubling vector's copies (pages are touched only as they are written).
+  R.Collectives.reserve(G.Nodes.size());
   R.Split.assign(G.Nodes.size(), false);
-  R.WeightSplit.assign(G.Nodes.size(), llvm::StringRef());
+  R.WeightSplit.assign(G.Nodes.size(), WeightSplitKind::None);
   for (const auto &NP : G.Nodes) {
     const Node &N = *NP;
     const std::string &Op = N.OpType;
@@ -363,7 +377,7 @@ void Propagator::run() {
                N.attrInt("axis", 0) == 0 && divisible(A, 0)) {
       // Vocabulary-parallel embedding: each device looks up its rows, the
       // others contribute zeros: a partial sum.
-      R.WeightSplit[N.Index] = "vocab";
+      R.WeightSplit[N.Index] = WeightSplitKind::Vocab;
       R.SplitParams.insert(A);
       markSplit(N);
       set(N.output(0), State{State::P, -1});
@@ -409,7 +423,7 @@ ShardingResult ridge::propagateSharding(const Graph &G, unsigned Degree, bool Se
   R.SequenceParallel = SequenceParallel;
   if (Degree <= 1) {
     R.Split.assign(G.Nodes.size(), false);
-    R.WeightSplit.assign(G.Nodes.size(), llvm::StringRef());
+    R.WeightSplit.assign(G.Nodes.size(), WeightSplitKind::None);
     return R;
   }
   Propagator P(G, Degree, SequenceParallel, NeedsGrad, R);

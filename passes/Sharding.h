@@ -44,13 +44,19 @@ struct ShardState {
   int Dim = -1; ///< for S
 };
 
+/// How a node's weight is split across the group.
+enum class WeightSplitKind : uint8_t { None, Col, Row, Vocab };
+/// "col", "row", "vocab" ("" for None).
+const char *weightSplitName(WeightSplitKind K);
+
 struct ShardingResult {
   unsigned Degree = 1;
   bool SequenceParallel = false;
   /// Per node of the main graph (by Node::Index): its work is split t ways.
   std::vector<bool> Split;
-  /// Per node: a weight split ("col", "row", "vocab") or empty.
-  std::vector<llvm::StringRef> WeightSplit; ///< string literals
+  /// Per node: how its weight is split, if it is (a byte a node: a
+  /// million-node graph has four results alive).
+  std::vector<WeightSplitKind> WeightSplit;
   std::vector<TPCollective> Collectives;
   /// Trainable parameters whose tensor is split across the group.
   llvm::DenseSet<const Value *> SplitParams;
