@@ -1,5 +1,6 @@
 //===- IR.cpp - ridge's graph IR ------------------------------------------===//
 #include "analyzer/IR.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
@@ -108,6 +109,10 @@ DimSymbol DimSymbol::get(llvm::StringRef S) {
   std::lock_guard<std::mutex> Hold(Lock);
   D.E = &*Pool.insert(S).first;
   return D;
+}
+
+std::string Node::qualifiedOpType() const {
+  return Domain.empty() ? OpType.str() : (Domain + "." + OpType).str();
 }
 
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }

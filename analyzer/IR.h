@@ -180,8 +180,11 @@ struct Attribute {
 class Node {
 public:
   std::string Name; ///< may be empty in the file; the importer names it
-  std::string OpType;
-  std::string Domain; ///< "" for the default ai.onnx domain
+  /// The op type and domain ("" for the default ai.onnx domain), interned
+  /// for the whole run (internSymbol): a graph has few distinct ones, and a
+  /// string each cost a million-node graph 64 MB a load.
+  llvm::StringRef OpType;
+  llvm::StringRef Domain;
   int64_t OpsetVersion = 0;
   llvm::SmallVector<Value *, 4> Inputs; ///< nullptr: omitted optional input
   llvm::SmallVector<Value *, 2> Outputs;
@@ -203,6 +206,8 @@ public:
   }
   /// Subgraphs held by attributes (If branches, Loop/Scan bodies).
   llvm::SmallVector<Graph *, 2> subgraphs() const;
+  /// "OpType", or "Domain.OpType" outside the default domain.
+  std::string qualifiedOpType() const;
   /// "ai.onnx" for the default domain, else the domain.
   llvm::StringRef domainName() const {
     return Domain.empty() ? llvm::StringRef("ai.onnx") : llvm::StringRef(Domain);

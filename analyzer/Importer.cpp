@@ -189,7 +189,19 @@ private:
   llvm::StringRef ModelDir;
   DiagnosticEngine &Diags;
 
+  /// Op types and domains seen, interned (internSymbol takes a lock; this
+  /// import's own table does not).
+  llvm::StringMap<llvm::StringRef> Interned;
+
   Error err(const llvm::Twine &Msg) { return fileError(File, Msg); }
+  llvm::StringRef intern(llvm::StringRef S) {
+    if (S.empty())
+      return {};
+    auto [It, New] = Interned.try_emplace(S);
+    if (New)
+      It->second = internSymbol(S);
+    return It->second;
+  }
 
   /// What names the tensor in errors (a Twine: built only for an error).
   Error importTensorMeta(const wire::Tensor &T, const llvm::Twine &What,
@@ -460,6 +472,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
 
   // Pass 1: nodes and the values they define.
   G.Nodes.reserve(GP.Nodes.size());
+  llvm::DenseMap<const char *, const int64_t *> OpsetOf; ///< by interned domain
   for (size_t I = 0; I < GP.Nodes.size(); ++I) {
     const wire::Node &NP = GP.Nodes[I];
     if (I + PrefetchAhead < GP.Nodes.size()) {
@@ -470,8 +483,8 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
         G.prefetchName(Name);
     }
     auto N = std::make_unique<Node>();
-    N->OpType = NP.OpType.str();
-    N->Domain = normalizeDomain(NP.Domain);
+    N->OpType = intern(NP.OpType);
+    N->Domain = intern(NP.Domain == "ai.onnx" ? llvm::StringRef() : NP.Domain);
     // Unnamed nodes: "<OpType>_<index>" in the main graph (and function
     // bodies); "<graph name>/<OpType>_<index>" inside subgraphs, so that
     // rows of different bodies cannot be confused.
@@ -483,9 +496,14 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     N->Parent = &G;
     if (N->OpType.empty())
       return err(formatv("node '{0}' has no op_type", N->Name));
-    auto OS = Opsets.find(N->Domain);
-    if (OS != Opsets.end())
-      N->OpsetVersion = OS->second;
+    // By the interned domain's address: the map's keys are strings.
+    auto [Known, New] = OpsetOf.try_emplace(N->Domain.data(), nullptr);
+    if (New) {
+      auto OS = Opsets.find(N->Domain.str());
+      Known->second = OS == Opsets.end() ? nullptr : &OS->second;
+    }
+    if (Known->second)
+      N->OpsetVersion = *Known->second;
     else if (!M.findFunction(NP.Domain, NP.OpType))
       return err(formatv("node '{0}' ({1}) uses domain '{2}', which the model "
                          "does not import (unknown domain)",

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/Twine.h"
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -3323,7 +3324,8 @@ void Inferencer::inferNode(Node &N) {
     inferCall(N, *F);
     return;
   }
-  UnknownOps.insert(N.Domain.empty() ? N.OpType : N.Domain + ":" + N.OpType);
+  UnknownOps.insert(N.Domain.empty() ? N.OpType.str()
+                                     : (llvm::Twine(N.Domain) + ":" + N.OpType).str());
   for (Graph *Sub : N.subgraphs())
     inferGraph(*Sub);
 }

@@ -31,10 +31,6 @@ struct OpTypeTotal {
   PhaseCost Fwd, Bwd;
 };
 
-std::string opName(const Node &N) {
-  return N.Domain.empty() ? N.OpType : N.Domain + "." + N.OpType;
-}
-
 std::string outputTypes(const Node &N) {
   std::string S;
   for (const Value *V : N.Outputs)
@@ -46,8 +42,9 @@ std::string outputTypes(const Node &N) {
 std::vector<OpTypeTotal> byOpType(const CostResult &C) {
   std::map<std::string, OpTypeTotal> M;
   for (const NodeCost &NC : C.Nodes) {
-    OpTypeTotal &T = M[opName(*NC.N)];
-    T.Op = opName(*NC.N);
+    std::string Op = NC.N->qualifiedOpType();
+    OpTypeTotal &T = M[Op];
+    T.Op = Op;
     ++T.Count;
     T.Fwd += NC.Fwd * NC.Multiplier;
     T.Bwd += NC.Bwd * NC.Multiplier;
@@ -313,7 +310,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   size_t NameW = 4, OpW = 2, OutW = 6;
   for (const NodeCost *NC : Rows) {
     NameW = std::min<size_t>(40, std::max(NameW, NC->N->Name.size()));
-    OpW = std::max(OpW, opName(*NC->N).size());
+    OpW = std::max(OpW, NC->N->qualifiedOpType().size());
     OutW = std::min<size_t>(32, std::max(OutW, outputTypes(*NC->N).size()));
   }
   auto Clip = [](std::string S, size_t W) {
@@ -327,7 +324,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   for (const NodeCost *NC : Rows) {
     OS << formatv("{0} {1} {2} ",
                   llvm::fmt_align(Clip(NC->N->Name, NameW), llvm::AlignStyle::Left, NameW),
-                  llvm::fmt_align(opName(*NC->N), llvm::AlignStyle::Left, OpW),
+                  llvm::fmt_align(NC->N->qualifiedOpType(), llvm::AlignStyle::Left, OpW),
                   llvm::fmt_align(Clip(outputTypes(*NC->N), OutW), llvm::AlignStyle::Left, OutW));
     if (!NC->Modeled) {
       OS << "unmodeled: " << NC->Unmodeled << '\n';
@@ -407,7 +404,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
     const NodeCost *NC = ByTime[I];
     if (nodeSeconds(C, RL, NC) <= 0)
       break;
-    OS << formatv(" {0} ({1}, {2}, {3:P0})", NC->N->Name, opName(*NC->N),
+    OS << formatv(" {0} ({1}, {2}, {3:P0})", NC->N->Name, NC->N->qualifiedOpType(),
                   boundName(RL.Nodes[NC - C.Nodes.data()].Fwd.B),
                   Step > 0 ? nodeSeconds(C, RL, NC) / Step : 0.0);
     OS << (I + 1 < std::min<size_t>(5, ByTime.size()) ? "," : "");
@@ -418,7 +415,8 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
     const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
     for (const PhaseTime *P : {&R.Fwd, &R.Bwd})
       if (P->B == Bound::Memory)
-        Gain[opName(*NC.N)] += (P->MemoryS - std::max(P->ComputeS, P->TranscS)) * NC.Multiplier;
+        Gain[NC.N->qualifiedOpType()] +=
+            (P->MemoryS - std::max(P->ComputeS, P->TranscS)) * NC.Multiplier;
   }
   std::vector<std::pair<std::string, double>> Gains(Gain.begin(), Gain.end());
   std::stable_sort(Gains.begin(), Gains.end(),

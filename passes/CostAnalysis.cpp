@@ -296,8 +296,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     R.Bwd += NC.Bwd * Multiplier;
   } else {
     ++R.UnmodeledNodes;
-    ++Unmodeled[(N.domainName() == "ai.onnx" ? N.OpType : N.Domain + "." + N.OpType) +
-                " (" + NC.Unmodeled.str() + ")"];
+    ++Unmodeled[N.qualifiedOpType() + " (" + NC.Unmodeled.str() + ")"];
     for (const Value *V : N.Outputs)
       if (V)
         R.UnmodeledFlopsEstimate += V->numElements().value_or(0) * Multiplier;

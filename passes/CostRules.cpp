@@ -175,7 +175,7 @@ void binaryRule(const CostContext &C, NodeCost &Out, double F, double T,
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
-  const std::string &Op = C.N.OpType;
+  llvm::StringRef Op = C.N.OpType;
   bool Variadic = C.N.Domain.empty() &&
                   (Op == "Sum" || Op == "Max" || Op == "Min" || Op == "Mean");
   for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {

@@ -17,7 +17,7 @@ llvm::Expected<GraphSummaryResult> GraphSummaryAnalysis::run(Model &M,
     ++R.Nodes;
     if (N.Parent != M.Main.get())
       ++R.SubgraphNodes;
-    ++Counts[N.Domain.empty() ? N.OpType : N.Domain + "." + N.OpType];
+    ++Counts[N.qualifiedOpType()];
   });
   for (const auto &E : Counts)
     R.OpCounts.emplace_back(E.first().str(), E.second);

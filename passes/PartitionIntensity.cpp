@@ -90,7 +90,7 @@ llvm::Error PrintPartitionPass::run(Model &M, AnalysisManager &AM) {
                     NC.N->Name, NC.N->OpType, R.Flops, R.GradBytes,
                     intensity(R.Flops, 2 * R.GradBytes), R.ActBytes,
                     intensity(R.Flops, 4 * R.ActBytes), verdict(R, RidgeDP, RidgeTP));
-    Row &T = ByType[NC.N->OpType];
+    Row &T = ByType[NC.N->OpType.str()];
     T.Count += 1;
     T.Flops += R.Flops;
     T.GradBytes += R.GradBytes;

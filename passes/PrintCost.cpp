@@ -20,7 +20,7 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
   llvm::raw_ostream &OS = *AM.config().Out;
   for (const NodeCost &NC : R->Nodes) {
     OS << "cost \"" << NC.N->Name << "\" "
-       << (NC.N->Domain.empty() ? "" : NC.N->Domain + ".") << NC.N->OpType << ":";
+       << NC.N->qualifiedOpType() << ":";
     if (!NC.Modeled) {
       OS << " unmodeled (" << NC.Unmodeled << ")\n";
       continue;

@@ -184,8 +184,8 @@ struct OpTypeRow {
 
 std::string opKey(const Node &N) {
   if (N.Domain.empty() || N.Domain == "ai.onnx")
-    return N.OpType;
-  return N.OpType + " (" + N.Domain + ")";
+    return N.OpType.str();
+  return (N.OpType + " (" + N.Domain + ")").str();
 }
 
 class Chart {

@@ -361,7 +361,7 @@ void Propagator::run() {
   R.WeightSplit.assign(G.Nodes.size(), WeightSplitKind::None);
   for (const auto &NP : G.Nodes) {
     const Node &N = *NP;
-    const std::string &Op = N.OpType;
+    llvm::StringRef Op = N.OpType;
     const OpRule *Rule = findOpRule(N.Domain, Op);
     OpClass Class = Rule ? opClass(*Rule) : OpClass::Other;
     const Value *A = N.input(0), *B = N.input(1);

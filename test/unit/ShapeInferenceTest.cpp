@@ -964,7 +964,7 @@ void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
       if (!RV || !OV)
         continue;
       ++X.Outputs;
-      std::string Where = Model + ": " + RN.OpType + " '" + RV->Name + "' output " +
+      std::string Where = Model + ": " + RN.OpType.str() + " '" + RV->Name + "' output " +
                           std::to_string(K);
       if (RV->Elem != OV->Elem && RV->Elem != DType::Undefined &&
           OV->Elem != DType::Undefined) {
@@ -978,13 +978,13 @@ void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
       if (!OV->Shp) {
         X.Details.push_back("ridge-only " + Both);
         ++X.RidgeOnly;
-        ++X.RidgeOnlyOps[RN.OpType];
+        ++X.RidgeOnlyOps[RN.OpType.str()];
         continue;
       }
       if (!RV->Shp) {
         X.Details.push_back("onnx-only " + Both);
         ++X.OnnxOnly;
-        ++X.OnnxOnlyOps[RN.OpType];
+        ++X.OnnxOnlyOps[RN.OpType.str()];
         continue;
       }
       const Shape &A = *RV->Shp, &B = *OV->Shp;
@@ -1009,15 +1009,15 @@ void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
       } else if (RMore && !OMore) {
         X.Details.push_back("ridge-more " + Both);
         ++X.RidgeMore;
-        ++X.RidgeMoreOps[RN.OpType];
+        ++X.RidgeMoreOps[RN.OpType.str()];
       } else if (OMore && !RMore) {
         X.Details.push_back("onnx-more " + Both);
         ++X.OnnxMore;
-        ++X.OnnxMoreOps[RN.OpType];
+        ++X.OnnxMoreOps[RN.OpType.str()];
       } else if (RMore && OMore) {
         ++X.RidgeMore;
         ++X.OnnxMore;
-        ++X.OnnxMoreOps[RN.OpType];
+        ++X.OnnxMoreOps[RN.OpType.str()];
       } else {
         ++X.Agree;
       }
@@ -1304,7 +1304,7 @@ void truthCheckModel(const std::string &Dir, const std::string &Name, TruthCheck
     ++X.Outputs;
     const Value *RV = RM->Main->Outputs[J], *OV = (*OM)->Main->Outputs[J];
     std::string Where = Name + " output '" + RV->Name + "' (" +
-                        (RV->Producer ? RV->Producer->OpType : std::string("input")) +
+                        (RV->Producer ? RV->Producer->OpType.str() : std::string("input")) +
                         "): expected " + dimsStr(T);
     size_t RN = X.RidgeNone, RP = X.RidgePartial;
     if (!classify(RV, T, X.RidgeExact, X.RidgePartial, X.RidgeNone))
@@ -1482,7 +1482,7 @@ TEST(ShapeInferenceDump, Model) {
       if (!Ints.empty())
         Ints += "}";
       const Value *O = I < ON.size() && K < ON[I]->Outputs.size() ? ON[I]->Outputs[K] : nullptr;
-      std::printf("%-18s %-40s ridge %s%s | onnx %s\n", RN[I]->OpType.c_str(),
+      std::printf("%-18s %-40s ridge %s%s | onnx %s\n", RN[I]->OpType.str().c_str(),
                   V->Name.c_str(), V->typeStr().c_str(), Ints.c_str(),
                   O ? O->typeStr().c_str() : "-");
     }
