@@ -114,7 +114,10 @@ struct PlanResult {
 
 /// Loads the model with the batch dimension bound to a micro-batch size,
 /// warnings to Diags, timed by --timing when Timed. Called exactly twice,
-/// from two threads at once (micro-batch 1 and 2).
+/// from two threads at once (micro-batch 1 and 2). What the two share (the
+/// decoded file) may be freed when the second call returns: the planner
+/// costs micro-batch 2 only after both have returned, so that its costs
+/// reuse that memory.
 using BatchLoader = std::function<llvm::Expected<std::unique_ptr<Model>>(
     int64_t Batch, DiagnosticEngine &Diags, bool Timed)>;
 
