@@ -299,6 +299,10 @@ private:
   std::map<std::pair<unsigned, bool>, std::future<ShardingResult>> Ahead;
   std::thread Worker;
 
+  /// Allocates W's tables at the sizes group() gives them, on this thread:
+  /// its heap holds the freed micro-batch 2, a search thread's own heap
+  /// would fault in fresh pages (70 MB for a million positions).
+  void sizeWorkspace(Workspace &W);
   void propagateAhead();
   const TPPlan &tpPlan(unsigned T, bool SP);
   Group &group(Workspace &W, int64_t B, unsigned T, bool SP);
@@ -973,6 +977,23 @@ std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
   return Ends;
 }
 
+void Planner::sizeWorkspace(Workspace &W) {
+  size_t NPos = Pos.size(), NSlots = 2 * ClassRep.size();
+  Group &G = W.G;
+  G.SlotOf.resize(NPos);
+  G.TPT.resize(NPos);
+  G.TPF.resize(NPos);
+  for (auto *V : {&G.SlotTF, &G.SlotTB, &W.SlotMF, &W.SlotMM0, &W.SlotMM1})
+    V->resize(NSlots);
+  W.SlotDone.resize(NSlots);
+  for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS, &G.PreCk})
+    V->resize(NPos + 1);
+  for (auto &C : G.Collapsed)
+    C.resize(Boundaries.size() + 1);
+  G.SegSum.resize(CutPos.empty() ? 0 : CutPos.size() - 1);
+  W.CollSeconds.resize(CollCosts.size());
+}
+
 Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   Group &G = W.G;
   auto &SlotTF = G.SlotTF, &SlotTB = G.SlotTB, &SlotMF = W.SlotMF, &SlotMM0 = W.SlotMM0,
@@ -1584,6 +1605,7 @@ std::vector<PlanEval> Planner::evaluateAll(const std::vector<Job> &Jobs) {
   if (Starts.size() > 2 && Order.size() >= 64) {
     for (const Job &J : Jobs)
       (void)tpPlan(J.C.T, J.C.SP);
+    sizeWorkspace(Work[1]);
     try {
       Second = std::thread(Run, std::ref(Work[1]));
     } catch (const std::system_error &) {
