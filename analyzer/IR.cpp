@@ -20,7 +20,7 @@ std::optional<double> Shape::numElements() const {
   for (const Dim &D : Dims) {
     if (!D.isKnown())
       return std::nullopt;
-    N *= static_cast<double>(D.Extent);
+    N *= static_cast<double>(D.extent());
   }
   return N;
 }
@@ -31,9 +31,9 @@ std::string Shape::str() const {
     if (I)
       S += ',';
     if (Dims[I].isKnown())
-      S += std::to_string(Dims[I].Extent);
-    else if (!Dims[I].Symbol.empty())
-      S += Dims[I].Symbol.name();
+      S += std::to_string(Dims[I].extent());
+    else if (!Dims[I].symbol().empty())
+      S += Dims[I].symbol().name();
     else
       S += '?';
   }

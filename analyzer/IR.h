@@ -28,8 +28,8 @@ class Graph;
 class Node;
 
 /// A dim_param's one copy for the whole run (thread-safe; never freed): a
-/// single pointer however many shapes carry it (a Dim is 16 bytes), equal
-/// exactly when the names are.
+/// single pointer however many shapes carry it, equal exactly when the
+/// names are.
 class DimSymbol {
 public:
   DimSymbol() = default;
@@ -45,6 +45,7 @@ public:
   bool operator==(const DimSymbol &O) const { return E == O.E; }
 
 private:
+  friend class Dim;
   const void *E = nullptr; ///< the pool's entry
 };
 
@@ -52,17 +53,42 @@ private:
 inline llvm::StringRef internSymbol(llvm::StringRef S) { return DimSymbol::get(S).name(); }
 
 /// One dimension: a known extent, a named symbol (dim_param), or unknown.
-struct Dim {
-  int64_t Extent = -1; ///< >= 0 when known
-  DimSymbol Symbol;    ///< dim_param when not known; may be empty
-
-  static Dim known(int64_t N) { return Dim{N, {}}; }
-  static Dim symbolic(llvm::StringRef S) { return Dim{-1, DimSymbol::get(S)}; }
-  bool isKnown() const { return Extent >= 0; }
-  bool operator==(const Dim &O) const {
-    return Extent == O.Extent && Symbol == O.Symbol;
+/// Eight bytes, so that a shape's four inline dims take 32 (a value is 152
+/// bytes, not 184): a known extent is stored as itself, a symbol as its
+/// interned entry's address negated (at most -4096), unknown as -1.
+class Dim {
+public:
+  Dim() = default;
+  /// N when N >= 0; unknown otherwise.
+  static Dim known(int64_t N) {
+    Dim D;
+    D.Raw = N >= 0 ? N : -1;
+    return D;
   }
+  static Dim symbolic(llvm::StringRef S) { return symbolic(DimSymbol::get(S)); }
+  /// Unknown when S is empty.
+  static Dim symbolic(DimSymbol S) {
+    Dim D;
+    if (S.E)
+      D.Raw = -int64_t(reinterpret_cast<uintptr_t>(S.E));
+    return D;
+  }
+  bool isKnown() const { return Raw >= 0; }
+  /// >= 0 when known, else -1.
+  int64_t extent() const { return Raw >= 0 ? Raw : -1; }
+  /// The dim_param when not known; may be empty.
+  DimSymbol symbol() const {
+    DimSymbol S;
+    if (Raw < -1)
+      S.E = reinterpret_cast<const void *>(uintptr_t(-Raw));
+    return S;
+  }
+  bool operator==(const Dim &O) const { return Raw == O.Raw; }
+
+private:
+  int64_t Raw = -1;
 };
+static_assert(sizeof(Dim) == 8, "a dim is one word");
 
 /// A ranked shape. Unranked values have no Shape at all (see Value).
 struct Shape {

@@ -175,10 +175,10 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
   for (Value &V : G.Values)
     if (V.Shp)
       for (Dim &D : V.Shp->Dims)
-        if (!D.isKnown() && !D.Symbol.empty()) {
-          auto It = Bindings.find(D.Symbol);
+        if (!D.isKnown() && !D.symbol().empty()) {
+          auto It = Bindings.find(D.symbol());
           if (It != Bindings.end()) {
-            Used.insert(D.Symbol);
+            Used.insert(D.symbol());
             D = Dim::known(It->second);
           }
         }
@@ -188,8 +188,8 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
       for (const Value *V : G.Inputs)
         if (V->Shp)
           for (const Dim &D : V->Shp->Dims)
-            if (!D.isKnown() && !D.Symbol.empty())
-              Symbols.insert(D.Symbol.str());
+            if (!D.isKnown() && !D.symbol().empty())
+              Symbols.insert(D.symbol().str());
       std::string List;
       for (const auto &S : Symbols)
         List += (List.empty() ? "" : ", ") + S;
@@ -489,8 +489,8 @@ void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
       ++Count;
       if (V->Shp)
         for (const Dim &D : V->Shp->Dims)
-          if (!D.isKnown() && !D.Symbol.empty())
-            Symbols.insert(D.Symbol.str());
+          if (!D.isKnown() && !D.symbol().empty())
+            Symbols.insert(D.symbol().str());
       if (Items.size() < 8)
         Items.push_back(formatv("'{0}' ({1} output, {2})", V->Name, N.OpType,
                                 V->Shp ? "dims " + V->Shp->str() : "rank unknown")
@@ -730,7 +730,7 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   if (Batched.empty())
     for (const ModelSource::Input &In : Src.inputs())
       if (In.Ranked && !In.Dims.empty()) {
-        Batched = In.Dims[0].Symbol.str();
+        Batched = In.Dims[0].symbol().str();
         break;
       }
   for (const auto &[Name, N] : Opts.DimBindings)
@@ -754,7 +754,7 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
       }
     for (Dim &D : In.Dims)
       for (const auto &[Name, N] : Opts.DimBindings)
-        if (!D.isKnown() && D.Symbol.name() == Name)
+        if (!D.isKnown() && D.symbol().name() == Name)
           D = Dim::known(N);
   }
   std::vector<const ModelSource::Input *> Inputs;
@@ -764,8 +764,8 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   if (Inputs.empty())
     return fileError(Src.path(), "no graph input has a batch dimension to bind (use --batch-dim)");
   const Dim &D0 = Inputs.front()->Dims[0];
-  if (!D0.isKnown() && !D0.Symbol.empty()) {
-    LO.DimBindings.emplace_back(D0.Symbol.str(), Batch);
+  if (!D0.isKnown() && !D0.symbol().empty()) {
+    LO.DimBindings.emplace_back(D0.symbol().str(), Batch);
     return Src.load(LO, Diags);
   }
   for (const ModelSource::Input *In : Inputs) {
@@ -776,7 +776,7 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
                          formatv("input '{0}' has unknown dim {1}: bind it with --dim "
                                  "or name the batch dim with --batch-dim",
                                  In->Name, I));
-      Dims.push_back(In->Dims[I].Extent);
+      Dims.push_back(In->Dims[I].extent());
     }
     LO.InputShapes.emplace_back(In->Name, Dims);
   }

@@ -70,7 +70,7 @@ Dim productDim(ArrayRef<Dim> Ds) {
   unsigned NonKnown = 0;
   for (const Dim &D : Ds) {
     if (D.isKnown()) {
-      if (!mulOk(P, D.Extent, P))
+      if (!mulOk(P, D.extent(), P))
         return Dim{};
     } else {
       ++NonKnown;
@@ -87,10 +87,10 @@ Dim productDim(ArrayRef<Dim> Ds) {
 /// Sum of two dims: known when both are; a symbol plus 0 stays that symbol.
 Dim addDims(const Dim &A, const Dim &B) {
   if (A.isKnown() && B.isKnown())
-    return extentOk(i128(A.Extent) + B.Extent) ? Dim::known(A.Extent + B.Extent) : Dim{};
-  if (A.isKnown() && A.Extent == 0)
+    return extentOk(i128(A.extent()) + B.extent()) ? Dim::known(A.extent() + B.extent()) : Dim{};
+  if (A.isKnown() && A.extent() == 0)
     return B;
-  if (B.isKnown() && B.Extent == 0)
+  if (B.isKnown() && B.extent() == 0)
     return A;
   return Dim{};
 }
@@ -99,13 +99,13 @@ Dim addDims(const Dim &A, const Dim &B) {
 Dim divDim(const Dim &A, int64_t F) {
   if (F == 1)
     return A;
-  return A.isKnown() && F > 0 && A.Extent % F == 0 ? Dim::known(A.Extent / F) : Dim{};
+  return A.isKnown() && F > 0 && A.extent() % F == 0 ? Dim::known(A.extent() / F) : Dim{};
 }
 
 Dim mulDim(const Dim &A, int64_t F) {
   if (F == 1)
     return A;
-  return A.isKnown() && F >= 0 && extentOk(i128(A.Extent) * F) ? Dim::known(A.Extent * F)
+  return A.isKnown() && F >= 0 && extentOk(i128(A.extent()) * F) ? Dim::known(A.extent() * F)
                                                                : Dim{};
 }
 
@@ -115,7 +115,7 @@ const Dim &mergeDim(const Dim &A, const Dim &B) {
     return A;
   if (B.isKnown())
     return B;
-  return A.Symbol.empty() ? B : A;
+  return A.symbol().empty() ? B : A;
 }
 
 /// A dim that may be either: itself when both agree, else unknown.
@@ -125,25 +125,25 @@ Dim unionDim(const Dim &A, const Dim &B) { return A == B ? A : Dim{}; }
 /// than 1 wins; two different symbols give an unknown dim).
 bool broadcastDim(const Dim &A, const Dim &B, Dim &Out) {
   if (A.isKnown() && B.isKnown()) {
-    if (A.Extent == B.Extent || B.Extent == 1) {
+    if (A.extent() == B.extent() || B.extent() == 1) {
       Out = A;
       return true;
     }
-    if (A.Extent == 1) {
+    if (A.extent() == 1) {
       Out = B;
       return true;
     }
     return false;
   }
   if (A.isKnown()) {
-    Out = A.Extent == 1 ? B : A;
+    Out = A.extent() == 1 ? B : A;
     return true;
   }
   if (B.isKnown()) {
-    Out = B.Extent == 1 ? A : B;
+    Out = B.extent() == 1 ? A : B;
     return true;
   }
-  if (!A.Symbol.empty() && A.Symbol == B.Symbol)
+  if (!A.symbol().empty() && A.symbol() == B.symbol())
     Out = A;
   else
     Out = Dim{};
@@ -186,7 +186,7 @@ void refineShape(Value &V, const Shape &S) {
     const Dim &New = S.Dims[I];
     if (Old.isKnown())
       continue;
-    if (New.isKnown() || (Old.Symbol.empty() && !New.Symbol.empty()))
+    if (New.isKnown() || (Old.symbol().empty() && !New.symbol().empty()))
       Old = New;
   }
 }
@@ -210,9 +210,9 @@ struct IV {
   }
   static IV fromDim(const Dim &D) {
     if (D.isKnown())
-      return known(D.Extent);
+      return known(D.extent());
     IV R;
-    R.Sym = D.Symbol;
+    R.Sym = D.symbol();
     return R;
   }
   bool is(int64_t X) const { return Known && V == X; }
@@ -229,7 +229,7 @@ struct IV {
         return false;
       D = Dim::known(V);
     } else {
-      D = Dim{-1, Sym};
+      D = Dim::symbolic(Sym);
     }
     return true;
   }
@@ -581,7 +581,7 @@ private:
     if (V.Shp->rank() == 0)
       return N == 1;
     const Dim &D = V.Shp->Dims[0];
-    return !D.isKnown() || size_t(D.Extent) == N;
+    return !D.isKnown() || size_t(D.extent()) == N;
   }
 };
 
@@ -861,7 +861,7 @@ bool matmulShape(const Shape &A, const Shape &B, Shape &Out) {
   if (VecB)
     SB.Dims.push_back(Dim::known(1));
   const Dim &KA = SA.Dims[SA.rank() - 1], &KB = SB.Dims[SB.rank() - 2];
-  if (KA.isKnown() && KB.isKnown() && KA.Extent != KB.Extent)
+  if (KA.isKnown() && KB.isKnown() && KA.extent() != KB.extent())
     return false;
   Shape BA, BB;
   BA.Dims.assign(SA.Dims.begin(), SA.Dims.end() - 2);
@@ -925,7 +925,7 @@ bool convPoolDims(const Node &N, const Shape &X, ArrayRef<int64_t> Kernel,
     }
     i128 Len;
     if (Same) {
-      Len = ceilDiv(In.Extent, S);
+      Len = ceilDiv(In.extent(), S);
     } else {
       i128 PB = 0, PE = 0;
       if (UsePads && Pads && Pads->size() == 2 * NS) {
@@ -933,14 +933,14 @@ bool convPoolDims(const Node &N, const Shape &X, ArrayRef<int64_t> Kernel,
         PE = (*Pads)[I + NS];
       }
       i128 EffK = i128(Kernel[I] - 1) * D + 1;
-      i128 Span = In.Extent + PB + PE - EffK;
+      i128 Span = In.extent() + PB + PE - EffK;
       if (Span < 0 || !extentOk(Span))
         return false;
       if (CeilMode) {
         Len = (Span + S - 1) / S + 1;
         // A window may not start in the right padding (the spec since ONNX
         // 1.16; PyTorch and ONNX Runtime).
-        if ((Len - 1) * S >= In.Extent + PB)
+        if ((Len - 1) * S >= In.extent() + PB)
           --Len;
       } else {
         Len = Span / S + 1;
@@ -966,7 +966,7 @@ void convRule(Ctx &C, unsigned IX, unsigned IW, DType T) {
     Kernel.assign(K->begin(), K->end());
   } else if (W && W->rank() == NS + 2) {
     for (size_t I = 0; I < NS; ++I)
-      Kernel.push_back(W->Dims[2 + I].isKnown() ? W->Dims[2 + I].Extent : -1);
+      Kernel.push_back(W->Dims[2 + I].isKnown() ? W->Dims[2 + I].extent() : -1);
   } else {
     Kernel.assign(NS, -1);
   }
@@ -1001,7 +1001,7 @@ void ruleConvTranspose(Ctx &C) {
     Kernel.assign(K->begin(), K->end());
   else if (W && W->rank() == NS + 2)
     for (size_t I = 0; I < NS; ++I)
-      Kernel.push_back(W->Dims[2 + I].isKnown() ? W->Dims[2 + I].Extent : -1);
+      Kernel.push_back(W->Dims[2 + I].isKnown() ? W->Dims[2 + I].extent() : -1);
   else
     Kernel.assign(NS, -1);
   if (Kernel.size() != NS) {
@@ -1012,8 +1012,8 @@ void ruleConvTranspose(Ctx &C) {
   Out.Dims.push_back(X->Dims[0]);
   Dim M;
   if (W && W->rank() >= 2 && W->Dims[1].isKnown())
-    M = extentOk(i128(W->Dims[1].Extent) * Group)
-            ? Dim::known(W->Dims[1].Extent * Group) : Dim{};
+    M = extentOk(i128(W->Dims[1].extent()) * Group)
+            ? Dim::known(W->Dims[1].extent() * Group) : Dim{};
   Out.Dims.push_back(M);
   auto Strides = N.attrInts("strides"), Dil = N.attrInts("dilations"),
        Pads = N.attrInts("pads"), OutPad = N.attrInts("output_padding"),
@@ -1037,14 +1037,14 @@ void ruleConvTranspose(Ctx &C) {
     }
     i128 Len;
     if (Same) {
-      Len = i128(In.Extent) * S;
+      Len = i128(In.extent()) * S;
     } else {
       i128 PB = 0, PE = 0;
       if (AutoPad != "VALID" && Pads && Pads->size() == 2 * NS) {
         PB = (*Pads)[I];
         PE = (*Pads)[I + NS];
       }
-      Len = i128(S) * (In.Extent - 1) + OP + i128(Kernel[I] - 1) * D + 1 - PB - PE;
+      Len = i128(S) * (In.extent() - 1) + OP + i128(Kernel[I] - 1) * D + 1 - PB - PE;
     }
     if (!extentOk(Len)) {
       C.setType(0, T);
@@ -1104,7 +1104,7 @@ void ruleMaxUnpool(Ctx &C) {
       }
       C.set(0, T, Out);
     } else if (const Shape *S = C.shape(2); S && S->rank() == 1 && S->Dims[0].isKnown()) {
-      C.setRank(0, T, S->Dims[0].Extent);
+      C.setRank(0, T, S->Dims[0].extent());
     } else {
       C.setType(0, T);
     }
@@ -1126,7 +1126,7 @@ void ruleMaxUnpool(Ctx &C) {
       PE = (*Pads)[I + NS];
     }
     const Dim &In = X->Dims[2 + I];
-    i128 Len = i128(In.Extent - 1) * S + (*K)[I] - PB - PE;
+    i128 Len = i128(In.extent() - 1) * S + (*K)[I] - PB - PE;
     Out.Dims.push_back(In.isKnown() && extentOk(Len) ? Dim::known(int64_t(Len)) : Dim{});
   }
   C.set(0, T, Out);
@@ -1268,10 +1268,10 @@ Dim resolveInferredDim(const Shape &In, const Shape &Out, size_t NegIdx) {
   SmallVector<StringRef, 4> Syms;
   for (const Dim &D : In.Dims) {
     if (D.isKnown()) {
-      if (!mulOk(Num, D.Extent, Num))
+      if (!mulOk(Num, D.extent(), Num))
         return Dim{};
-    } else if (!D.Symbol.empty()) {
-      Syms.push_back(D.Symbol);
+    } else if (!D.symbol().empty()) {
+      Syms.push_back(D.symbol());
     } else {
       return Dim{};
     }
@@ -1281,12 +1281,12 @@ Dim resolveInferredDim(const Shape &In, const Shape &Out, size_t NegIdx) {
       continue;
     const Dim &D = Out.Dims[I];
     if (D.isKnown()) {
-      if (!mulOk(Den, D.Extent, Den))
+      if (!mulOk(Den, D.extent(), Den))
         return Dim{};
       continue;
     }
-    auto It = llvm::find(Syms, StringRef(D.Symbol));
-    if (D.Symbol.empty() || It == Syms.end())
+    auto It = llvm::find(Syms, StringRef(D.symbol()));
+    if (D.symbol().empty() || It == Syms.end())
       return Dim{};
     Syms.erase(It);
   }
@@ -1312,7 +1312,7 @@ void ruleReshape(Ctx &C) {
   } else if (!C.vals(1, Target)) {
     const Shape *S = C.shape(1);
     if (S && S->rank() == 1 && S->Dims[0].isKnown())
-      C.setRank(0, T, S->Dims[0].Extent);
+      C.setRank(0, T, S->Dims[0].extent());
     else
       C.setType(0, T);
     return;
@@ -1391,8 +1391,8 @@ void ruleSqueeze(Ctx &C) {
   Ctx::Src S = C.intsArg("axes", 1, Axes);
   const Shape *AS = C.shape(1);
   if (X && S == Ctx::Unknown && AS && AS->rank() == 1 && AS->Dims[0].isKnown() &&
-      AS->Dims[0].Extent <= int64_t(X->rank()))
-    return C.setRank(0, T, X->rank() - AS->Dims[0].Extent);
+      AS->Dims[0].extent() <= int64_t(X->rank()))
+    return C.setRank(0, T, X->rank() - AS->Dims[0].extent());
   if (!X || S == Ctx::Unknown)
     return C.setType(0, T);
   size_t R = X->rank();
@@ -1401,13 +1401,13 @@ void ruleSqueeze(Ctx &C) {
     for (size_t I = 0; I < R; ++I) {
       if (!X->Dims[I].isKnown())
         return C.setType(0, T); // might be 1: the rank is not known
-      Drop[I] = X->Dims[I].Extent == 1;
+      Drop[I] = X->Dims[I].extent() == 1;
     }
   } else {
     for (int64_t A : Axes) {
       if (!normAxis(A, R))
         return C.setType(0, T);
-      if (X->Dims[A].isKnown() && X->Dims[A].Extent != 1)
+      if (X->Dims[A].isKnown() && X->Dims[A].extent() != 1)
         return C.setType(0, T);
       Drop[A] = true;
     }
@@ -1428,7 +1428,7 @@ void ruleUnsqueeze(Ctx &C) {
   Ctx::Src S = C.intsArg("axes", 1, Axes);
   const Shape *AS = C.shape(1);
   if (X && S == Ctx::Unknown && AS && AS->rank() == 1 && AS->Dims[0].isKnown())
-    return C.setRank(0, T, X->rank() + AS->Dims[0].Extent); // where the 1s go is unknown
+    return C.setRank(0, T, X->rank() + AS->Dims[0].extent()); // where the 1s go is unknown
   if (!X || S != Ctx::Known)
     return C.setType(0, T);
   size_t R = X->rank() + Axes.size();
@@ -1475,7 +1475,7 @@ void ruleConcat(Ctx &C) {
       if (D == size_t(Axis))
         continue;
       const Dim &A = Out.Dims[D], &B = S->Dims[D];
-      if (A.isKnown() && B.isKnown() && A.Extent != B.Extent)
+      if (A.isKnown() && B.isKnown() && A.extent() != B.extent())
         return C.setType(0, T);
       Out.Dims[D] = mergeDim(A, B);
     }
@@ -1491,7 +1491,7 @@ void ruleConcat(Ctx &C) {
     unsigned NonKnown = 0;
     for (const Dim &D : Along) {
       if (D.isKnown()) {
-        if (!addOk(Total, D.Extent, Total))
+        if (!addOk(Total, D.extent(), Total))
           return C.setType(0, T);
       } else {
         ++NonKnown;
@@ -1554,7 +1554,7 @@ void ruleSplit(Ctx &C) {
         return;
       Parts.push_back(Dim::known(P));
     }
-    if (D.isKnown() && D.Extent != Sum)
+    if (D.isKnown() && D.extent() != Sum)
       return;
   } else if (S == Ctx::Unknown) {
     Parts.assign(NOut, Dim{});
@@ -1564,15 +1564,15 @@ void ruleSplit(Ctx &C) {
     int64_t N = C.N.attrInt("num_outputs", NOut);
     if (N != int64_t(NOut) || N <= 0)
       return;
-    int64_t Chunk = ceilDiv(D.Extent, N);
+    int64_t Chunk = ceilDiv(D.extent(), N);
     for (unsigned O = 0; O < NOut; ++O)
-      Parts.push_back(Dim::known(O + 1 < NOut ? Chunk : D.Extent - Chunk * (N - 1)));
-    if (Parts.back().Extent < 0)
+      Parts.push_back(Dim::known(O + 1 < NOut ? Chunk : D.extent() - Chunk * (N - 1)));
+    if (Parts.back().extent() < 0)
       return;
   } else {
-    if (D.Extent % NOut != 0)
+    if (D.extent() % NOut != 0)
       return;
-    Parts.assign(NOut, Dim::known(D.Extent / NOut));
+    Parts.assign(NOut, Dim::known(D.extent() / NOut));
   }
   Shape Out = *X;
   IVec V;
@@ -1581,9 +1581,9 @@ void ruleSplit(Ctx &C) {
   for (unsigned O = 0; O < NOut; ++O) {
     Out.Dims[Axis] = Parts[O];
     C.set(O, T, Out);
-    if (HaveVals && Parts[O].isKnown() && Pos + Parts[O].Extent <= V.size()) {
-      C.setVals(O, ArrayRef<IV>(V).slice(Pos, Parts[O].Extent));
-      Pos += Parts[O].Extent;
+    if (HaveVals && Parts[O].isKnown() && Pos + Parts[O].extent() <= V.size()) {
+      C.setVals(O, ArrayRef<IV>(V).slice(Pos, Parts[O].extent()));
+      Pos += Parts[O].extent();
     } else {
       HaveVals = false;
     }
@@ -1644,7 +1644,7 @@ void ruleSlice(Ctx &C) {
     const Shape *SS = C.shape(1);
     if (!SS || SS->rank() != 1 || !SS->Dims[0].isKnown())
       return C.setRank(0, T, R);
-    NAx = SS->Dims[0].Extent;
+    NAx = SS->Dims[0].extent();
   }
   if (Axes.empty())
     for (size_t I = 0; I < NAx; ++I)
@@ -1674,7 +1674,7 @@ void ruleSlice(Ctx &C) {
     const IV &St = Starts[I], &En = Ends[I];
     int64_t Step = Steps[I];
     if (D.isKnown() && St.Known && En.Known) {
-      Out.Dims[A] = Dim::known(sliceLen(D.Extent, St.V, En.V, Step, Firsts[A]));
+      Out.Dims[A] = Dim::known(sliceLen(D.extent(), St.V, En.V, Step, Firsts[A]));
       continue;
     }
     AllKnown = false;
@@ -1694,7 +1694,7 @@ void ruleSlice(Ctx &C) {
   if (R != 1 || !AllKnown || !C.vals(0, V) || !Out.Dims[0].isKnown())
     return;
   IVec Res;
-  for (int64_t K = 0, P = Firsts[0]; K < Out.Dims[0].Extent; ++K, P += StepOf[0]) {
+  for (int64_t K = 0, P = Firsts[0]; K < Out.Dims[0].extent(); ++K, P += StepOf[0]) {
     if (P < 0 || size_t(P) >= V.size())
       return;
     Res.push_back(V[P]);
@@ -1738,7 +1738,7 @@ void ruleGatherND(Ctx &C) {
   int64_t B = C.N.attrInt("batch_dims", 0);
   if (!X || !Idx || Idx->rank() < 1 || !Idx->Dims.back().isKnown())
     return C.setType(0, T);
-  int64_t Last = Idx->Dims.back().Extent;
+  int64_t Last = Idx->Dims.back().extent();
   if (B < 0 || B >= int64_t(Idx->rank()) || Last > int64_t(X->rank()) - B)
     return C.setType(0, T);
   Shape Out;
@@ -1772,7 +1772,7 @@ void ruleExpand(Ctx &C) {
       TS.Dims.push_back(D);
     }
   } else if (const Shape *S = C.shape(1); S && S->rank() == 1 && S->Dims[0].isKnown()) {
-    TS.Dims.resize(S->Dims[0].Extent);
+    TS.Dims.resize(S->Dims[0].extent());
   } else {
     return C.setType(0, T);
   }
@@ -1784,8 +1784,8 @@ void ruleExpand(Ctx &C) {
   C.set(0, T, Out);
   IVec V;
   if (Out.rank() == 1 && Out.Dims[0].isKnown() &&
-      Out.Dims[0].Extent <= int64_t(MaxValueElems) && C.vals(0, V) && V.size() == 1) {
-    IVec Res(Out.Dims[0].Extent, V[0]);
+      Out.Dims[0].extent() <= int64_t(MaxValueElems) && C.vals(0, V) && V.size() == 1) {
+    IVec Res(Out.Dims[0].extent(), V[0]);
     C.setVals(0, Res);
   }
 }
@@ -1810,7 +1810,7 @@ void ruleTile(Ctx &C) {
     const Dim &D = X->Dims[I];
     int64_t P;
     if (D.isKnown())
-      Out.Dims[I] = mulOk(D.Extent, Rep[I], P) ? Dim::known(P) : Dim{};
+      Out.Dims[I] = mulOk(D.extent(), Rep[I], P) ? Dim::known(P) : Dim{};
     else
       Out.Dims[I] = Rep[I] == 1 ? D : Rep[I] == 0 ? Dim::known(0) : Dim{};
   }
@@ -1852,10 +1852,10 @@ void rulePad(Ctx &C) {
     i128 Add = i128(Pads[I]) + Pads[I + NA];
     if (!D.isKnown())
       Out.Dims[A] = Add == 0 ? D : Dim{};
-    else if (!extentOk(D.Extent + Add))
+    else if (!extentOk(D.extent() + Add))
       return C.setType(0, T);
     else
-      Out.Dims[A] = Dim::known(int64_t(D.Extent + Add));
+      Out.Dims[A] = Dim::known(int64_t(D.extent() + Add));
   }
   C.set(0, T, Out);
 }
@@ -1967,7 +1967,7 @@ void ruleConstantOfShape(Ctx &C) {
     if (!valsToShape(V, Out))
       return C.setType(0, T);
   } else if (const Shape *S = C.shape(0); S && S->rank() == 1 && S->Dims[0].isKnown()) {
-    return C.setRank(0, T, S->Dims[0].Extent);
+    return C.setRank(0, T, S->Dims[0].extent());
   } else {
     return C.setType(0, T);
   }
@@ -2059,13 +2059,13 @@ void ruleResize(Ctx &C) {
       double Scale = Policy == "not_larger" ? 1e300 : 0;
       for (size_t I = 0; I < Axes.size(); ++I) {
         const Dim &D = X->Dims[Axes[I]];
-        if (!Sizes[I].Known || !D.isKnown() || D.Extent == 0)
+        if (!Sizes[I].Known || !D.isKnown() || D.extent() == 0)
           return C.setRank(0, T, R);
-        double S = double(Sizes[I].V) / double(D.Extent);
+        double S = double(Sizes[I].V) / double(D.extent());
         Scale = Policy == "not_larger" ? std::min(Scale, S) : std::max(Scale, S);
       }
       for (int64_t A : Axes)
-        Out.Dims[A] = Dim::known(int64_t(std::round(Scale * X->Dims[A].Extent)));
+        Out.Dims[A] = Dim::known(int64_t(std::round(Scale * X->Dims[A].extent())));
       return C.set(0, T, Out);
     }
     for (size_t I = 0; I < Axes.size(); ++I) {
@@ -2090,7 +2090,7 @@ void ruleResize(Ctx &C) {
     const Dim &D = X->Dims[Axes[I]];
     if (D.isKnown())
     {
-      float F = std::floor(float(D.Extent) * float(Scales[I]));
+      float F = std::floor(float(D.extent()) * float(Scales[I]));
       Out.Dims[Axes[I]] = std::isfinite(F) && F >= 0 && F < 4.0e18f
                               ? Dim::known(int64_t(F)) : Dim{};
     }
@@ -2149,8 +2149,8 @@ void ruleEinsum(Ctx &C) {
       if (Count[Ch] == 0) {
         Letter[Ch] = D;
       } else {
-        if (Letter[Ch].isKnown() && D.isKnown() && Letter[Ch].Extent != D.Extent &&
-            D.Extent != 1 && Letter[Ch].Extent != 1)
+        if (Letter[Ch].isKnown() && D.isKnown() && Letter[Ch].extent() != D.extent() &&
+            D.extent() != 1 && Letter[Ch].extent() != 1)
           return;
         Dim R;
         broadcastDim(Letter[Ch], D, R);
@@ -2294,7 +2294,7 @@ void ruleDepthToSpace(Ctx &C) {
     else if (ToSpace)
       Out.Dims[I] = mulDim(D, B);
     else
-      Out.Dims[I] = D.Extent % B ? Dim{} : Dim::known(D.Extent / B);
+      Out.Dims[I] = D.extent() % B ? Dim{} : Dim::known(D.extent() / B);
   }
   C.set(0, T, Out);
 }
@@ -2449,7 +2449,7 @@ void ruleDFT(Ctx &C) {
     N = C.scalarInt(1, L) && L >= 0 ? Dim::known(L) : Dim{};
   }
   if (C.N.attrInt("onesided", 0) && !C.N.attrInt("inverse", 0))
-    N = N.isKnown() ? Dim::known(N.Extent / 2 + 1) : Dim{};
+    N = N.isKnown() ? Dim::known(N.extent() / 2 + 1) : Dim{};
   Out.Dims[Axis] = N;
   C.set(0, T, Out);
 }
@@ -2464,12 +2464,12 @@ void ruleSTFT(Ctx &C) {
     if (!C.scalarInt(3, Len))
       Len = -1;
   } else if (const Shape *W = C.shape(2); W && W->rank() == 1 && W->Dims[0].isKnown()) {
-    Len = W->Dims[0].Extent;
+    Len = W->Dims[0].extent();
   }
   Dim Frames, Bins;
   const Dim &Sig = X->Dims[1];
-  if (Len >= 0 && C.scalarInt(1, Step) && Step > 0 && Sig.isKnown() && Sig.Extent >= Len)
-    Frames = Dim::known((Sig.Extent - Len) / Step + 1);
+  if (Len >= 0 && C.scalarInt(1, Step) && Step > 0 && Sig.isKnown() && Sig.extent() >= Len)
+    Frames = Dim::known((Sig.extent() - Len) / Step + 1);
   if (Len >= 0)
     Bins = Dim::known(C.N.attrInt("onesided", 1) ? Len / 2 + 1 : Len);
   C.setDims(0, T, {X->Dims[0], Frames, Bins, Dim::known(2)});
@@ -2800,7 +2800,7 @@ void ruleSplitToSequence(Ctx &C) {
       const Shape *SS = C.shape(1);
       bool Scalar = SS && SS->rank() == 0;
       if (Scalar)
-        S.Dims[Axis] = D.isKnown() && Split[0] > 0 && D.Extent % Split[0] == 0
+        S.Dims[Axis] = D.isKnown() && Split[0] > 0 && D.extent() % Split[0] == 0
                            ? Dim::known(Split[0]) : Dim{};
       else
         S.Dims[Axis] = llvm::all_equal(Split) ? Dim::known(Split[0]) : Dim{};

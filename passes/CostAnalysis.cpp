@@ -210,7 +210,7 @@ std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
   if (Axis < 0 || Axis >= int64_t(S.rank()) || !S.Dims[Axis].isKnown())
     return std::nullopt;
   Known = true;
-  return double(S.Dims[Axis].Extent);
+  return double(S.Dims[Axis].extent());
 }
 
 /// Forward FLOPs of a branch, to pick the costlier one. Costs it into a

@@ -254,14 +254,14 @@ void matmul(const CostContext &C, NodeCost &Out) {
   const Shape &SA = *A->Shp, &SB = *B->Shp;
   if (SA.rank() == 0 || SB.rank() == 0)
     return unmodeled(Out, "MatMul of a scalar");
-  double K = SA.Dims.back().Extent;
-  double M = SA.rank() >= 2 ? SA.Dims[SA.rank() - 2].Extent : 1;
-  double N = SB.rank() >= 2 ? SB.Dims.back().Extent : 1;
+  double K = SA.Dims.back().extent();
+  double M = SA.rank() >= 2 ? SA.Dims[SA.rank() - 2].extent() : 1;
+  double N = SB.rank() >= 2 ? SB.Dims.back().extent() : 1;
   if (C.N.OpType == "FusedMatMul") {
     if (C.N.attrInt("transA", 0) && SA.rank() >= 2)
       std::swap(M, K);
     if (C.N.attrInt("transB", 0) && SB.rank() >= 2)
-      N = SB.Dims[SB.rank() - 2].Extent;
+      N = SB.Dims[SB.rank() - 2].extent();
   }
   double Batch = (M * N) > 0 ? C.elems(Y) / (M * N) : 0;
   double Macs = formulas::matmulMacs(Batch, M, N, K);
@@ -286,9 +286,9 @@ void qlinearMatmul(const CostContext &C, NodeCost &Out) {
   const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(3)->Shp;
   if (SA.rank() == 0 || SB.rank() == 0)
     return unmodeled(Out, "QLinearMatMul of a scalar");
-  double K = SA.Dims.back().Extent;
-  double M = SA.rank() >= 2 ? SA.Dims[SA.rank() - 2].Extent : 1;
-  double N = SB.rank() >= 2 ? SB.Dims.back().Extent : 1;
+  double K = SA.Dims.back().extent();
+  double M = SA.rank() >= 2 ? SA.Dims[SA.rank() - 2].extent() : 1;
+  double N = SB.rank() >= 2 ? SB.Dims.back().extent() : 1;
   double Macs = formulas::matmulMacs(outElems(C) / std::max(1.0, M * N), M, N, K);
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs + 3 * outElems(C); // + requantize per output
@@ -306,8 +306,8 @@ void gemm(const CostContext &C, NodeCost &Out) {
   if (SA.rank() != 2 || SB.rank() != 2)
     return unmodeled(Out, "Gemm operands must be 2-D");
   bool TA = C.N.attrInt("transA", 0), TB = C.N.attrInt("transB", 0);
-  double M = SA.Dims[TA ? 1 : 0].Extent, K = SA.Dims[TA ? 0 : 1].Extent;
-  double N = SB.Dims[TB ? 0 : 1].Extent;
+  double M = SA.Dims[TA ? 1 : 0].extent(), K = SA.Dims[TA ? 0 : 1].extent();
+  double N = SB.Dims[TB ? 0 : 1].extent();
   double Alpha = C.N.attrFloat("alpha", 1.0), Beta = C.N.attrFloat("beta", 1.0);
   const Value *Bias = C.N.input(2);
   double Macs = formulas::matmulMacs(1, M, N, K);
@@ -359,12 +359,12 @@ void einsum(const CostContext &C, NodeCost &Out) {
         for (size_t E = 0; E < Ell; ++E) // ellipsis dims align from the right
           Extent["..." + std::to_string(Ell - E)] =
               std::max(Extent["..." + std::to_string(Ell - E)],
-                       double(S.Dims[Axis++].Extent));
+                       double(S.Dims[Axis++].extent()));
         P += 2;
         continue;
       }
       Extent[std::string(1, T[P])] =
-          std::max(Extent[std::string(1, T[P])], double(S.Dims[Axis++].Extent));
+          std::max(Extent[std::string(1, T[P])], double(S.Dims[Axis++].extent()));
     }
   }
   double All = 1;
@@ -396,7 +396,7 @@ void einsum(const CostContext &C, NodeCost &Out) {
 double spatialProduct(const Shape &S, size_t From) {
   double P = 1;
   for (size_t I = From; I < S.rank(); ++I)
-    P *= S.Dims[I].Extent;
+    P *= S.Dims[I].extent();
   return P;
 }
 
@@ -409,15 +409,15 @@ void conv(const CostContext &C, NodeCost &Out) {
   const Shape &W = *C.N.input(1)->Shp, &Y = *C.N.output(0)->Shp; // DeformConv too
   if (W.rank() < 3 || Y.rank() != W.rank())
     return unmodeled(Out, "Conv weight and output ranks do not match");
-  double N = Y.Dims[0].Extent, Cout = Y.Dims[1].Extent;
+  double N = Y.Dims[0].extent(), Cout = Y.Dims[1].extent();
   double OutSpatial = spatialProduct(Y, 2);
-  double Macs = formulas::convMacs(N, Cout, OutSpatial, W.Dims[1].Extent,
+  double Macs = formulas::convMacs(N, Cout, OutSpatial, W.Dims[1].extent(),
                                    spatialProduct(W, 2));
   Out.Fwd.Macs = Macs;
   bool HasBias = C.N.OpType == "Conv" && C.N.input(2);
   Out.Fwd.Flops = 2 * Macs + (HasBias ? N * Cout * OutSpatial : 0);
   if (C.N.OpType == "DeformConv") // bilinear sampling: 4 taps per tap, 7 FLOPs
-    Out.Fwd.Flops += 7 * N * OutSpatial * W.Dims[1].Extent * spatialProduct(W, 2);
+    Out.Fwd.Flops += 7 * N * OutSpatial * W.Dims[1].extent() * spatialProduct(W, 2);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
@@ -432,8 +432,8 @@ void qlinearConv(const CostContext &C, NodeCost &Out) {
   const Shape &W = *C.N.input(3)->Shp, &Y = *C.N.output(0)->Shp;
   if (W.rank() < 3)
     return unmodeled(Out, "QLinearConv weight rank below 3");
-  double Macs = formulas::convMacs(Y.Dims[0].Extent, Y.Dims[1].Extent,
-                                   spatialProduct(Y, 2), W.Dims[1].Extent,
+  double Macs = formulas::convMacs(Y.Dims[0].extent(), Y.Dims[1].extent(),
+                                   spatialProduct(Y, 2), W.Dims[1].extent(),
                                    spatialProduct(W, 2));
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs + 3 * outElems(C);
@@ -449,8 +449,8 @@ void convTranspose(const CostContext &C, NodeCost &Out) {
   const Shape &Y = *C.N.output(0)->Shp;
   if (W.rank() < 3 || X.rank() != W.rank())
     return unmodeled(Out, "ConvTranspose input and weight ranks do not match");
-  double Macs = formulas::convMacs(X.Dims[0].Extent, X.Dims[1].Extent,
-                                   spatialProduct(X, 2), W.Dims[1].Extent,
+  double Macs = formulas::convMacs(X.Dims[0].extent(), X.Dims[1].extent(),
+                                   spatialProduct(X, 2), W.Dims[1].extent(),
                                    spatialProduct(W, 2));
   Out.Fwd.Macs = Macs;
   bool HasBias = C.N.input(2) != nullptr;
@@ -461,7 +461,7 @@ void convTranspose(const CostContext &C, NodeCost &Out) {
     return;
   productBackward(C, Out, Macs, 0, 1);
   if (HasBias && C.needsGrad(2))
-    Out.Bwd.Flops += YElems - (Y.rank() >= 2 ? double(Y.Dims[1].Extent) : 1);
+    Out.Bwd.Flops += YElems - (Y.rank() >= 2 ? double(Y.Dims[1].extent()) : 1);
   defaultBwdBytes(C, Out);
 }
 
@@ -612,7 +612,7 @@ void normRule(const CostContext &C, NodeCost &Out, double Groups,
 /// optional outputs 1, 2 (running_mean, running_var) already count them.
 void batchNorm(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
-  double Channels = X.rank() >= 2 ? X.Dims[1].Extent : 1;
+  double Channels = X.rank() >= 2 ? X.Dims[1].extent() : 1;
   normRule(C, Out, Channels, 1, 2);
   Out.Fwd.Flops += 6 * Channels;
   for (unsigned I = 1; I <= 2; ++I)
@@ -622,7 +622,7 @@ void batchNorm(const CostContext &C, NodeCost &Out) {
 
 void instanceNorm(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
-  double Groups = X.rank() >= 2 ? double(X.Dims[0].Extent) * X.Dims[1].Extent : 1;
+  double Groups = X.rank() >= 2 ? double(X.Dims[0].extent()) * X.Dims[1].extent() : 1;
   normRule(C, Out, Groups, 1, 2);
 }
 
@@ -635,7 +635,7 @@ double groupsBeforeAxis(const CostContext &C) {
     Axis += X.rank();
   double Groups = 1;
   for (int64_t I = 0; I < Axis && I < int64_t(X.rank()); ++I)
-    Groups *= X.Dims[I].Extent;
+    Groups *= X.Dims[I].extent();
   return Groups;
 }
 
@@ -646,7 +646,7 @@ void layerNorm(const CostContext &C, NodeCost &Out) {
 
 void groupNorm(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
-  double Groups = (X.rank() ? X.Dims[0].Extent : 1) * C.N.attrInt("num_groups", 1);
+  double Groups = (X.rank() ? X.Dims[0].extent() : 1) * C.N.attrInt("num_groups", 1);
   normRule(C, Out, Groups, 1, 2);
 }
 
@@ -654,7 +654,7 @@ void groupNorm(const CostContext &C, NodeCost &Out) {
 /// Skip*Normalization ops (they normalize over the last axis only).
 double lastAxisRows(const CostContext &C) {
   const Shape &X = *C.N.input(0)->Shp;
-  return X.rank() ? inElems(C) / std::max<int64_t>(1, X.Dims.back().Extent) : 1;
+  return X.rank() ? inElems(C) / std::max<int64_t>(1, X.Dims.back().extent()) : 1;
 }
 
 /// RMS norm of N elements in G rows: square N, sum of squares N - G adds + G
@@ -752,7 +752,7 @@ void lpNorm(const CostContext &C, NodeCost &Out) {
   int64_t Axis = C.N.attrInt("axis", -1);
   if (Axis < 0)
     Axis += X.rank();
-  double Row = Axis >= 0 && Axis < int64_t(X.rank()) ? X.Dims[Axis].Extent : 1;
+  double Row = Axis >= 0 && Axis < int64_t(X.rank()) ? X.Dims[Axis].extent() : 1;
   double N = inElems(C);
   Out.Fwd.Flops = 3 * N;
   Out.Fwd.Transcendentals = N / std::max(1.0, Row);
@@ -781,12 +781,12 @@ double softmaxRows(const CostContext &C) {
   if (Coerce2D) {
     double Rows = 1;
     for (int64_t I = 0; I < Axis; ++I)
-      Rows *= X.Dims[I].Extent;
+      Rows *= X.Dims[I].extent();
     return Rows;
   }
   if (Axis >= Rank)
     return N;
-  return X.Dims[Axis].Extent ? N / X.Dims[Axis].Extent : 0;
+  return X.Dims[Axis].extent() ? N / X.Dims[Axis].extent() : 0;
 }
 
 /// Softmax of N elements in R rows: max (N - R compares), subtract N, exp N
@@ -889,7 +889,7 @@ void topK(const CostContext &C, NodeCost &Out) {
   if (Axis < 0)
     Axis += X.rank();
   if (Axis >= 0 && Axis < int64_t(Y.rank()))
-    K = Y.Dims[Axis].Extent;
+    K = Y.Dims[Axis].extent();
   Out.Fwd.Flops = N * std::ceil(std::log2(K + 1));
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -1002,7 +1002,7 @@ void resize(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp, &Y = *C.N.output(0)->Shp;
   double D = 0;
   for (size_t I = 0; I < X.rank() && I < Y.rank(); ++I)
-    D += X.Dims[I].Extent != Y.Dims[I].Extent;
+    D += X.Dims[I].extent() != Y.Dims[I].extent();
   std::string Mode = C.N.attrString("mode", "nearest");
   double Taps = Mode == "linear" || Mode == "bilinear" ? std::pow(2.0, D)
                 : Mode == "cubic"                      ? std::pow(4.0, D)
@@ -1060,7 +1060,7 @@ void det(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
   if (X.rank() < 2)
     return unmodeled(Out, "Det of an input below rank 2");
-  double Nn = X.Dims.back().Extent;
+  double Nn = X.Dims.back().extent();
   Out.Fwd.Flops = outElems(C) * 2 * Nn * Nn * Nn / 3;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -1079,7 +1079,7 @@ void dft(const CostContext &C, NodeCost &Out) {
   int64_t Axis = C.N.attrInt("axis", 1);
   if (Axis < 0)
     Axis += Y.rank();
-  double Len = Axis >= 0 && Axis < int64_t(Y.rank()) ? Y.Dims[Axis].Extent : 1;
+  double Len = Axis >= 0 && Axis < int64_t(Y.rank()) ? Y.Dims[Axis].extent() : 1;
   double Transforms = outElems(C) / 2 / std::max(1.0, Len);
   Out.Fwd.Flops = Transforms * 5 * Len * std::log2(std::max(2.0, Len));
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -1156,9 +1156,9 @@ void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
   if (X.rank() != 3 || W.rank() != 3)
     return unmodeled(Out, C.N.OpType + " needs rank-3 X and W");
   bool BatchFirst = C.N.attrInt("layout", 0) == 1;
-  double S = X.Dims[BatchFirst ? 1 : 0].Extent, B = X.Dims[BatchFirst ? 0 : 1].Extent;
-  double I = X.Dims[2].Extent, D = W.Dims[0].Extent;
-  double H = C.N.attrInt("hidden_size", W.Dims[1].Extent / G);
+  double S = X.Dims[BatchFirst ? 1 : 0].extent(), B = X.Dims[BatchFirst ? 0 : 1].extent();
+  double I = X.Dims[2].extent(), D = W.Dims[0].extent();
+  double H = C.N.attrInt("hidden_size", W.Dims[1].extent() / G);
   double Steps = S * D;
   double Macs = Steps * B * G * H * (I + H);
   Out.Fwd.Macs = Macs;
@@ -1251,8 +1251,8 @@ void msAttention(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   if (X.rank() != 3 || W.rank() != 2)
     return unmodeled(Out, "Attention needs input [B,S,H] and weights [H,3H]");
-  double B = X.Dims[0].Extent, S = X.Dims[1].Extent, Hin = X.Dims[2].Extent;
-  double H3 = W.Dims[1].Extent, A = C.N.attrInt("num_heads", 1);
+  double B = X.Dims[0].extent(), S = X.Dims[1].extent(), Hin = X.Dims[2].extent();
+  double H3 = W.Dims[1].extent(), A = C.N.attrInt("num_heads", 1);
   double Proj = B * S * Hin * H3;
   Out.Fwd.Macs = Proj;
   Out.Fwd.Flops = 2 * Proj + (C.N.input(2) ? B * S * H3 : 0);
@@ -1283,10 +1283,10 @@ void msMultiHeadAttention(const CostContext &C, NodeCost &Out) {
   const Value *Q = C.N.input(0), *K = C.N.input(1), *V = C.N.input(2);
   if (!Q || !K || !V || Q->Shp->rank() != 3 || K->Shp->rank() != 3 || V->Shp->rank() != 3)
     return unmodeled(Out, "MultiHeadAttention: only unpacked 3-D query, key, value are modeled");
-  double B = Q->Shp->Dims[0].Extent, S = Q->Shp->Dims[1].Extent;
-  double H = Q->Shp->Dims[2].Extent, L = K->Shp->Dims[1].Extent;
-  double Hk = K->Shp->Dims[2].Extent;
-  double Hv = V->Shp->Dims[2].Extent, A = C.N.attrInt("num_heads", 1);
+  double B = Q->Shp->Dims[0].extent(), S = Q->Shp->Dims[1].extent();
+  double H = Q->Shp->Dims[2].extent(), L = K->Shp->Dims[1].extent();
+  double Hk = K->Shp->Dims[2].extent();
+  double Hv = V->Shp->Dims[2].extent(), A = C.N.attrInt("num_heads", 1);
   const Value *Bias = C.N.input(3);
   bool BiasGrad = Bias && C.needsGrad(3);
   CoreGrads G{C.needsGrad(0) || BiasGrad, C.needsGrad(1) || BiasGrad,
@@ -1320,18 +1320,18 @@ void rotaryEmbedding(const CostContext &C, NodeCost &Out) {
     return unmodeled(Out, "RotaryEmbedding needs cos and sin caches");
   const Shape &XS = *X->Shp, &CS = *Cos->Shp;
   double N = outElems(C);
-  double CacheRows = CS.Dims[0].Extent;
+  double CacheRows = CS.Dims[0].extent();
   double Half = CacheRows > 0 ? C.elems(Cos) / CacheRows : 0; // R/2 per row
   double Rot = C.N.attrInt("rotary_embedding_dim", 0);
   if (Rot <= 0)
     Rot = 2 * Half;
   double Heads = C.N.attrInt("num_heads", 0);
-  double Head = XS.rank() == 4                  ? double(XS.Dims[3].Extent)
-                : XS.rank() == 3 && Heads > 0 ? XS.Dims[2].Extent / Heads
+  double Head = XS.rank() == 4                  ? double(XS.Dims[3].extent())
+                : XS.rank() == 3 && Heads > 0 ? XS.Dims[2].extent() / Heads
                                               : Rot;
   double Rotated = Head > 0 ? N * std::min(1.0, Rot / Head) : N;
-  double Seq = XS.rank() == 4   ? double(XS.Dims[2].Extent)
-               : XS.rank() >= 2 ? double(XS.Dims[1].Extent)
+  double Seq = XS.rank() == 4   ? double(XS.Dims[2].extent())
+               : XS.rank() >= 2 ? double(XS.Dims[1].extent())
                                 : 1;
   double Ids = C.elems(Pos) == 1 ? Seq : C.elems(Pos);
   double Gathered = std::min(Ids, CacheRows);

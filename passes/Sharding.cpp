@@ -51,7 +51,7 @@ private:
   }
   int rankOf(const Value *V) const { return V && V->Shp ? int(V->Shp->rank()) : -1; }
   int64_t dimOf(const Value *V, int D) const {
-    return V && V->Shp && D >= 0 && D < int(V->Shp->rank()) ? V->Shp->Dims[D].Extent : -1;
+    return V && V->Shp && D >= 0 && D < int(V->Shp->rank()) ? V->Shp->Dims[D].extent() : -1;
   }
   bool divisible(const Value *V, int D) const {
     int64_t E = dimOf(V, D);
@@ -218,7 +218,7 @@ void Propagator::reshape(const Node &N) {
   // dim, and that output dim must be divisible by t.
   double Before = 1;
   for (int I = 0; I < S.Dim; ++I)
-    Before *= X->Shp->Dims[I].Extent;
+    Before *= X->Shp->Dims[I].extent();
   double Acc = 1;
   for (int J = 0; J < rankOf(Y); ++J) {
     if (Acc == Before && divisible(Y, J)) {
@@ -226,7 +226,7 @@ void Propagator::reshape(const Node &N) {
       set(Y, State{State::S, J});
       return;
     }
-    Acc *= Y->Shp->Dims[J].Extent;
+    Acc *= Y->Shp->Dims[J].extent();
   }
   set(Y, replicate(X, N));
 }

@@ -97,15 +97,38 @@ TEST(Graph, NameIndexThroughGrowth) {
   }
 }
 
-// Dim symbols are interned: equal names give equal symbols (by address),
-// and a Dim is two words.
+// Dim symbols are interned: equal names give equal symbols (by address).
 TEST(Graph, DimSymbolsInterned) {
   Dim A = Dim::symbolic("batch"), B = Dim::symbolic(std::string("bat") + "ch");
   EXPECT_TRUE(A == B);
-  EXPECT_EQ(A.Symbol.name(), "batch");
+  EXPECT_EQ(A.symbol().name(), "batch");
   EXPECT_FALSE(A == Dim::symbolic("batch2"));
-  EXPECT_TRUE(Dim::symbolic("").Symbol.empty());
-  static_assert(sizeof(Dim) == 16, "a Dim is an extent and one pointer");
+  EXPECT_EQ(Dim::symbolic("batch2").symbol().name(), "batch2");
+  EXPECT_TRUE(Dim::symbolic("").symbol().empty());
+}
+
+// A Dim is one word holding an extent, a symbol or neither: each reads back
+// as what was stored, and no two kinds compare equal.
+TEST(Graph, DimOneWord) {
+  static_assert(sizeof(Dim) == 8, "a Dim is one word");
+  Dim K = Dim::known(0), Big = Dim::known(int64_t(1) << 62), S = Dim::symbolic("seq"), U;
+  EXPECT_TRUE(K.isKnown());
+  EXPECT_EQ(K.extent(), 0);
+  EXPECT_TRUE(K.symbol().empty());
+  EXPECT_EQ(Big.extent(), int64_t(1) << 62);
+  EXPECT_FALSE(S.isKnown());
+  EXPECT_EQ(S.extent(), -1);
+  EXPECT_EQ(S.symbol().name(), "seq");
+  EXPECT_FALSE(U.isKnown());
+  EXPECT_EQ(U.extent(), -1);
+  EXPECT_TRUE(U.symbol().empty());
+  EXPECT_FALSE(S == U);
+  EXPECT_FALSE(K == U);
+  // A negative extent is unknown, never read as a symbol.
+  Dim Neg = Dim::known(-5);
+  EXPECT_TRUE(Neg == U);
+  EXPECT_TRUE(Neg.symbol().empty());
+  EXPECT_TRUE(Dim::symbolic(DimSymbol()) == U);
 }
 
 // "c42025" and "c101558" share the low 32 bits of their xxh3 hash (found by

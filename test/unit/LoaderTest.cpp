@@ -89,8 +89,8 @@ TEST_F(LoaderTest, DeclaredInputsLeaveInitializersOut) {
   const ModelSource::Input &X = (*Src)->inputs().front();
   EXPECT_EQ(X.Name, "x");
   ASSERT_EQ(X.Dims.size(), 2u);
-  EXPECT_EQ(X.Dims[0].Symbol.name(), "N");
-  EXPECT_EQ(X.Dims[1].Extent, 8);
+  EXPECT_EQ(X.Dims[0].symbol().name(), "N");
+  EXPECT_EQ(X.Dims[1].extent(), 8);
 }
 
 /// A tensor of type Type and dims {N}, its raw_data Raw.

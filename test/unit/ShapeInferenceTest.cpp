@@ -947,7 +947,7 @@ struct CrossCheck {
 
 /// ONNX names the dims it cannot infer "unk__N": no more than unknown.
 Dim withoutGenerated(const Dim &D) {
-  return llvm::StringRef(D.Symbol).starts_with("unk__") ? Dim{} : D;
+  return llvm::StringRef(D.symbol()).starts_with("unk__") ? Dim{} : D;
 }
 
 void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
@@ -995,9 +995,9 @@ void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
           continue;
         if (DA.isKnown() && DB.isKnown())
           Bad = true;
-        else if (DA.isKnown() || (!DA.Symbol.empty() && DB.Symbol.empty() && !DB.isKnown()))
+        else if (DA.isKnown() || (!DA.symbol().empty() && DB.symbol().empty() && !DB.isKnown()))
           RMore = true;
-        else if (DB.isKnown() || (!DB.Symbol.empty() && DA.Symbol.empty()))
+        else if (DB.isKnown() || (!DB.symbol().empty() && DA.symbol().empty()))
           OMore = true;
         else
           Bad = true; // two different symbols
@@ -1207,7 +1207,7 @@ bool classify(const Value *V, const onnx::TensorProto &T, size_t &Exact,
     const Dim &D = V->Shp->Dims[I];
     if (!D.isKnown())
       All = false;
-    else if (D.Extent != T.dims(I))
+    else if (D.extent() != T.dims(I))
       return false;
   }
   ++(All ? Exact : Partial);
