@@ -98,11 +98,13 @@ struct CollectiveCost {
   Affine Bytes;
 };
 
-/// What a tensor-parallel plan derives from a sharding: nothing in it
-/// depends on the degree (a reused propagation shares it).
-struct TPLayout {
-  std::vector<bool> Split;
-  std::vector<uint8_t> SplitU8;    ///< Split, one byte a position
+/// What one tensor-parallel degree (and sequence-parallel choice) implies:
+/// its sharding and what the search derives from it. Nothing in it depends
+/// on the degree, so a degree whose propagation would repeat a larger one's
+/// (ShardingResult::AllDivisible) shares that degree's plan.
+struct TPPlan {
+  ShardingResult Sharding;
+  std::vector<uint8_t> SplitU8;    ///< Sharding.Split, one byte a position
   /// The collectives in order: position and cost (an index into
   /// Planner::CollCosts); UsedCosts lists the indices used.
   std::vector<uint32_t> CollPos, CollCost, UsedCosts;
@@ -113,14 +115,6 @@ struct TPLayout {
   /// equals the difference of two prefixes).
   std::vector<double> PreOwn, PreSplit;
   bool ParamsExact = false;
-  /// The propagation this layout was made from: the plan's own, or for a
-  /// reused one its source's (a reused result carries no copy of it).
-  const ShardingResult *Shards = nullptr;
-};
-
-/// What one tensor-parallel degree (and sequence-parallel choice) implies.
-struct TPPlan : TPLayout {
-  ShardingResult Sharding;
 };
 
 // The search evaluates thousands of configurations on graphs of up to
@@ -254,7 +248,10 @@ private:
   double WBytes = 4;             ///< weights and gradients
   bool Mixed = false;
   CostResult C1;                 ///< at micro-batch 1, for sharding
-  std::map<std::pair<unsigned, bool>, TPPlan> TPPlans;
+  std::map<std::pair<unsigned, bool>, TPPlan> TPPlans; ///< propagated (t, sp)
+  /// Each (t, sp) asked for: its own plan or, when its propagation is
+  /// reused, the larger degree's.
+  std::map<std::pair<unsigned, bool>, const TPPlan *> TPPlanOf;
   unsigned K = 1;                ///< devices per node
 
   // Compact per-position data for the search.
@@ -775,29 +772,31 @@ void Planner::propagateAhead() {
 
 const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   auto Key = std::make_pair(T, SP);
-  auto It = TPPlans.find(Key);
-  if (It != TPPlans.end())
-    return It->second;
-  TPPlan &TP = TPPlans[Key];
+  auto It = TPPlanOf.find(Key);
+  if (It != TPPlanOf.end())
+    return *It->second;
+  ShardingResult Sharding;
   {
     Timing::Scope Phase(Opts.Timer, "plan: sharding propagation (waited for)");
     auto Pending = Ahead.find(Key);
     if (Pending != Ahead.end()) {
-      TP.Sharding = Pending->second.get();
+      Sharding = Pending->second.get();
       Ahead.erase(Pending);
     } else {
-      TP.Sharding = propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
+      Sharding = propagateSharding(*M1->Main, T, SP, C1.NeedsGrad);
     }
   }
   // A reused propagation gives the same plan as its source: positions,
   // parameters and collectives do not depend on the degree.
-  if (unsigned From = TP.Sharding.ReusedFrom) {
-    static_cast<TPLayout &>(TP) = tpPlan(From, SP);
-    return TP;
+  if (unsigned From = Sharding.ReusedFrom) {
+    const TPPlan &Source = tpPlan(From, SP);
+    TPPlanOf[Key] = &Source;
+    return Source;
   }
   Timing::Scope Phase(Opts.Timer, "plan: tensor-parallel plans");
-  TP.Shards = &TP.Sharding; // TPPlans never moves its entries
-  TP.Split = TP.Sharding.Split;
+  TPPlan &TP = TPPlans[Key]; // std::map: the entry never moves
+  TPPlanOf[Key] = &TP;
+  TP.Sharding = std::move(Sharding);
   TP.SplitParams.assign(Pos.size(), 0);
   // Each position's parameters in order, as Pos[P].ParamValues lists them.
   if (!TP.Sharding.SplitParams.empty())
@@ -809,7 +808,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   TP.PreSplit.assign(Pos.size() + 1, 0);
   ExactSum XOwn, XSplit;
   for (size_t P = 0; P < Pos.size(); ++P) {
-    TP.SplitU8[P] = TP.Split[P];
+    TP.SplitU8[P] = TP.Sharding.Split[P];
     double Own = PosParams[P] - TP.SplitParams[P];
     XOwn.add(Own);
     XSplit.add(TP.SplitParams[P]);
@@ -1226,7 +1225,7 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
           Stages.push_back(StageOf(Q));
       if (Stages.size() < 2)
         continue;
-      bool Split = TP.Shards->SplitParams.count(Sp.V);
+      bool Split = TP.Sharding.SplitParams.count(Sp.V);
       for (size_t I = 1; I < Stages.size(); ++I)
         (Split ? A.CopySplit : A.CopyParams)[Stages[I]] += Sp.Elems;
       A.Tied.emplace_back(unsigned(Stages.size()), Split, Sp.Elems);
@@ -1763,7 +1762,7 @@ llvm::Expected<PlanResult> Planner::search() {
     const PlanEval &W = R.Ranked.front();
     const TPPlan &TP = tpPlan(W.C.T, W.C.SP);
     for (size_t P = 0; P < Pos.size(); ++P)
-      if (WeightSplitKind K = TP.Shards->WeightSplit[P]; K != WeightSplitKind::None)
+      if (WeightSplitKind K = TP.Sharding.WeightSplit[P]; K != WeightSplitKind::None)
         R.WeightSplits.emplace_back(Pos[P].N->Name, weightSplitName(K));
   }
   size_t Begin = NumMain + NumBaseline;
