@@ -29,7 +29,8 @@
 
 const char *const ridge::HugePageTunables =
     "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864:"
-    "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184";
+    "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184:"
+    "glibc.malloc.arena_max=2";
 
 static const char *Status = "default pages (ridge's driver did not start)";
 /// The heap is glibc's with ridge's tunables (set by the re-execution).
