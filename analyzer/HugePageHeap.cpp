@@ -116,13 +116,14 @@ void ridge::prefaultHeapAhead(unsigned long long Bytes) {
   // The break moves 256 MiB past each request: room for the thread to work
   // ahead of the pipeline. Pages never written stay unbacked.
   mallopt(M_TOP_PAD, int(256 * MiB));
-  auto Run = [Bytes] {
+  auto Break = [] { return uintptr_t(syscall(SYS_brk, 0)); };
+  // From the top chunk's start (what malloc has not handed out yet, the
+  // last 64 MiB of the break at most), so that every page populated is one
+  // the pipeline was going to fault in. Taken here, before the caller's
+  // next allocation: one made before the thread looked would lie below.
+  uintptr_t Frontier = Break() - mallinfo2().keepcost;
+  auto Run = [Bytes, Frontier, Break] {
     constexpr uintptr_t Huge = 2 * MiB, Step = 8 * MiB;
-    auto Break = [] { return uintptr_t(syscall(SYS_brk, 0)); };
-    // From the top chunk's start (what malloc has not handed out yet, the
-    // last 64 MiB of the break at most), so that every page populated is
-    // one the pipeline was going to fault in.
-    uintptr_t Frontier = Break() - mallinfo2().keepcost;
     uintptr_t Done = (Frontier + Huge - 1) & ~(Huge - 1);
     useconds_t Nap = 100;
     while (Prefaulted.load(std::memory_order_relaxed) < Bytes) {
