@@ -326,8 +326,9 @@ void CostWalker::finish() {
     R.SavedActivationBytes += valueBytes(V, FloatBytes) * Mult;
   for (const auto &[What, Count] : Unmodeled)
     R.UnmodeledOps.emplace_back(What, Count);
-  R.NeedsGrad = NeedsGrad;
-  R.Trainable = Trainable;
+  // The walker ends here: its sets move (a million-value graph's are 24 MB).
+  R.NeedsGrad = std::move(NeedsGrad);
+  R.Trainable = std::move(Trainable);
   std::sort(R.UnmodeledOps.begin(), R.UnmodeledOps.end(), [](auto &A, auto &B) {
     return A.second != B.second ? A.second > B.second : A.first < B.first;
   });
