@@ -19,7 +19,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace ridge {
@@ -141,6 +143,10 @@ struct InitializerInfo {
   bool External = false;        ///< data_location = EXTERNAL
   std::string Location;         ///< external file, relative to the model
   bool LocationMissing = false; ///< external file not found (a warning)
+  bool operator<(const InitializerInfo &O) const {
+    return std::tie(External, Location, LocationMissing) <
+           std::tie(O.External, O.Location, O.LocationMissing);
+  }
 };
 
 /// An SSA value: a graph input, an initializer or a node output.
@@ -161,7 +167,10 @@ public:
   std::optional<Shape> Shp; ///< nullopt: rank unknown
   Node *Producer = nullptr;
   llvm::SmallVector<Node *, 2> Users;
-  Boxed<InitializerInfo> Init; ///< set for initializers
+  /// Set for initializers: one copy per model of each distinct info
+  /// (Model::initializerInfo), as a generated graph's half million weights
+  /// in one external file all have the same.
+  const InitializerInfo *Init = nullptr;
   /// Small integer constant contents, when the loader saw them (shape
   /// tensors, axes); used by ridge's own shape rules.
   Boxed<llvm::SmallVector<int64_t, 4>> IntData;
@@ -415,6 +424,13 @@ public:
   uint64_t SkippedPayloadBytes = 0; ///< weight bytes never loaded
 
   const Function *findFunction(llvm::StringRef Domain, llvm::StringRef Name) const;
+  /// The model's one copy of Info (initializers point to it).
+  const InitializerInfo *initializerInfo(const InitializerInfo &Info) {
+    return &*InitializerInfos.insert(Info).first;
+  }
+
+private:
+  std::set<InitializerInfo> InitializerInfos; ///< never moves its elements
 };
 
 } // namespace ridge

@@ -329,10 +329,11 @@ Error Importer::importInitializer(
   V->Shp.emplace();
   for (int64_t D : Dims)
     V->Shp->Dims.push_back(Dim::known(D));
-  V->Init.emplace();
+  InitializerInfo Info;
   if (T.DataLocation == onnx::TensorProto_DataLocation_EXTERNAL)
-    if (Error E = checkExternalData(T, *V->Init))
+    if (Error E = checkExternalData(T, Info))
       return E;
+  V->Init = M.initializerInfo(Info);
   if (V->Init->LocationMissing) {
     auto &Seen = MissingExternal[V->Init->Location];
     if (Seen.first.empty())
