@@ -220,12 +220,15 @@ public:
   /// string each cost a million-node graph 64 MB a load.
   llvm::StringRef OpType;
   llvm::StringRef Domain;
-  int64_t OpsetVersion = 0;
   llvm::SmallVector<Value *, 4> Inputs; ///< nullptr: omitted optional input
   llvm::SmallVector<Value *, 2> Outputs;
   std::vector<Attribute> Attrs;
   Graph *Parent = nullptr;
   unsigned Index = 0; ///< position in the parent's topological order
+  /// The domain's opset (0: none imported, a model-local function). At most
+  /// INT32_MAX (a larger one in the file reads as that): it shares a word
+  /// with Index.
+  int32_t OpsetVersion = 0;
 
   const Attribute *attr(llvm::StringRef Name) const;
   int64_t attrInt(llvm::StringRef Name, int64_t Default) const;

@@ -504,7 +504,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
       Known->second = OS == Opsets.end() ? nullptr : &OS->second;
     }
     if (Known->second)
-      N->OpsetVersion = *Known->second;
+      N->OpsetVersion = int32_t(std::clamp<int64_t>(*Known->second, INT32_MIN, INT32_MAX));
     else if (!M.findFunction(NP.Domain, NP.OpType))
       return err(formatv("node '{0}' ({1}) uses domain '{2}', which the model "
                          "does not import (unknown domain)",
