@@ -131,7 +131,7 @@ uint32_t NameIndex::hash(llvm::StringRef N) { return uint32_t(llvm::xxh3_64bits(
 
 void NameIndex::reserve(size_t N) {
   size_t Want = 16;
-  while (Want * 7 < N * 10)
+  while (Want * 4 < N * 5)
     Want *= 2;
   if (Want <= Slots.size())
     return;
@@ -151,7 +151,7 @@ void NameIndex::place(uint32_t Hash, uint32_t Id) {
 }
 
 void NameIndex::insert(const Value &V) {
-  if ((Count + 1) * 10 > Slots.size() * 7)
+  if ((Count + 1) * 5 > Slots.size() * 4)
     reserve(Count + 1);
   place(hash(V.Name), V.Id);
   ++Count;

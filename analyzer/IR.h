@@ -321,7 +321,9 @@ private:
     uint32_t Hash = 0;
     uint32_t Id = UINT32_MAX; ///< UINT32_MAX: empty
   };
-  std::vector<Slot> Slots; ///< a power of two, at most 70% full
+  /// A power of two, at most 80% full (linear probing: an unsuccessful
+  /// probe reads 13 slots on average, two cache lines).
+  std::vector<Slot> Slots;
   size_t Count = 0;
   static uint32_t hash(llvm::StringRef N);
   void place(uint32_t Hash, uint32_t Id);
