@@ -105,6 +105,9 @@ struct CollectiveCost {
 struct TPPlan {
   ShardingResult Sharding;
   std::vector<uint8_t> SplitU8;    ///< Sharding.Split, one byte a position
+  /// Per position: its slot, 2 class + split (positions of one slot take
+  /// equal times in every group); UsedSlots lists each slot once.
+  std::vector<uint32_t> SlotOf, UsedSlots;
   /// The collectives in order: position and cost (an index into
   /// Planner::CollCosts); UsedCosts lists the indices used.
   std::vector<uint32_t> CollPos, CollCost, UsedCosts;
@@ -160,14 +163,16 @@ struct Group {
   unsigned T = 0;
   bool SP = false;
   const TPPlan *TP = nullptr;
-  /// Per position: its slot (2 class + split), whose forward and backward
+  /// Per position: its slot (TPPlan::SlotOf), whose forward and backward
   /// times are SlotTF and SlotTB (positions of one class and split have
   /// equal times; a table per position cost 16 bytes a position to write
   /// and read again for every group of a million-position graph).
-  std::vector<uint32_t> SlotOf;
+  const uint32_t *SlotOf = nullptr;
   std::vector<double> SlotTF, SlotTB;
-  std::vector<double> TPT; ///< per position: TP collectives
-  std::vector<double> TPF; ///< of which forward (replayed by full recomputation)
+  /// Per position: TP collectives, and of which forward (replayed by full
+  /// recomputation). Zero but at TP's collectives (each group clears the
+  /// last one's: a full clear wrote 16 bytes a position).
+  std::vector<double> TPT, TPF;
   /// Prefix[k]: the costs of positions 0 .. k-1 summed in order (cost():
   /// forward + backward + recompute + TP).
   std::vector<double> Prefix[3];
@@ -288,7 +293,6 @@ private:
     // Per class and split (slot 2c + split): times and FLOP terms of the
     // current group, computed on first use.
     std::vector<double> SlotMF, SlotMM0, SlotMM1;
-    std::vector<uint8_t> SlotDone;
     std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
   };
   Workspace Work[2];
@@ -807,8 +811,16 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   TP.PreOwn.assign(Pos.size() + 1, 0);
   TP.PreSplit.assign(Pos.size() + 1, 0);
   ExactSum XOwn, XSplit;
+  TP.SlotOf.resize(Pos.size());
+  std::vector<uint8_t> SlotSeen(2 * ClassRep.size(), 0);
   for (size_t P = 0; P < Pos.size(); ++P) {
     TP.SplitU8[P] = TP.Sharding.Split[P];
+    uint32_t Slot = 2 * ClassOf[P] + TP.SplitU8[P];
+    TP.SlotOf[P] = Slot;
+    if (!SlotSeen[Slot]) {
+      SlotSeen[Slot] = 1;
+      TP.UsedSlots.push_back(Slot);
+    }
     double Own = PosParams[P] - TP.SplitParams[P];
     XOwn.add(Own);
     XSplit.add(TP.SplitParams[P]);
@@ -979,12 +991,10 @@ std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
 void Planner::sizeWorkspace(Workspace &W) {
   size_t NPos = Pos.size(), NSlots = 2 * ClassRep.size();
   Group &G = W.G;
-  G.SlotOf.resize(NPos);
   G.TPT.resize(NPos);
   G.TPF.resize(NPos);
   for (auto *V : {&G.SlotTF, &G.SlotTB, &W.SlotMF, &W.SlotMM0, &W.SlotMM1})
     V->resize(NSlots);
-  W.SlotDone.resize(NSlots);
   for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS, &G.PreCk})
     V->resize(NPos + 1);
   for (auto &C : G.Collapsed)
@@ -997,11 +1007,10 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   Group &G = W.G;
   auto &SlotTF = G.SlotTF, &SlotTB = G.SlotTB, &SlotMF = W.SlotMF, &SlotMM0 = W.SlotMM0,
        &SlotMM1 = W.SlotMM1, &CollSeconds = W.CollSeconds;
-  auto &SlotDone = W.SlotDone;
-  auto &SlotOf = G.SlotOf;
   if (G.Valid && G.B == B && G.T == T && G.SP == SP)
     return G;
   const TPPlan &TP = tpPlan(T, SP);
+  const TPPlan *Last = G.Valid ? G.TP : nullptr; ///< whose collectives TPT holds
   G.Valid = true;
   G.B = B;
   G.T = T;
@@ -1016,8 +1025,13 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   double Mb = double(B);
 
   // Tensor-parallel collectives, summed per position in their order.
-  G.TPT.assign(NPos, 0);
-  G.TPF.assign(NPos, 0);
+  if (G.TPT.size() != NPos || !Last) {
+    G.TPT.assign(NPos, 0);
+    G.TPF.assign(NPos, 0);
+  } else {
+    for (uint32_t P : Last->CollPos)
+      G.TPT[P] = G.TPF[P] = 0;
+  }
   bool TPInter = crossesNodes(1, T);
   double TPBw = linkBandwidth(TPInter), TPLat = linkLatency(TPInter);
   CollSeconds.resize(CollCosts.size());
@@ -1041,7 +1055,6 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   // sums, the time with each recomputation mode and its prefix sums, and
   // the activation terms' prefix sums.
   size_t NSlots = 2 * ClassRep.size();
-  SlotDone.assign(NSlots, 0);
   SlotTF.resize(NSlots);
   SlotTB.resize(NSlots);
   SlotMF.resize(NSlots);
@@ -1056,16 +1069,11 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   G.PreCk.resize(NPos + 1);
   G.PreA[0] = G.PreAS[0] = G.PreCk[0] = 0;
   const uint8_t *Split = TP.SplitU8.data();
-  const uint32_t *Class = ClassOf.data();
-  SlotOf.resize(NPos);
-  uint32_t *Slots = SlotOf.data();
-  for (size_t P = 0; P < NPos; ++P) {
-    unsigned Sp = Split[P];
-    uint32_t Slot = 2 * Class[P] + Sp;
-    Slots[P] = Slot;
-    if (SlotDone[Slot])
-      continue;
-    const Position &X = *ClassRep[Class[P]];
+  G.SlotOf = TP.SlotOf.data();
+  const uint32_t *Slots = G.SlotOf;
+  for (uint32_t Slot : TP.UsedSlots) {
+    unsigned Sp = Slot & 1;
+    const Position &X = *ClassRep[Slot >> 1];
     double Scale = Sp ? 1.0 / T : 1.0;
     PhaseCost F = X.Fwd.at(Mb, Scale), Bc = X.Bwd.at(Mb, Scale);
     SlotTF[Slot] = placeOnDevice(F, Dev, X.Type, Cfg).Seconds;
@@ -1073,17 +1081,22 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
     SlotMF[Slot] = (X.Fwd.Flops.at(Mb) + X.Bwd.Flops.at(Mb)) * T * Scale;
     SlotMM0[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 1 + X.Bwd.Macs.at(Mb)) * T * Scale;
     SlotMM1[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 2 + X.Bwd.Macs.at(Mb)) * T * Scale;
-    SlotDone[Slot] = 1;
   }
   const uint8_t *Sel = RecSel.data(), *Full = RecFull.data();
   const double *STF = SlotTF.data(), *STB = SlotTB.data();
   const double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
   double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
+  const double *SMF = SlotMF.data(), *SM0 = SlotMM0.data(), *SM1 = SlotMM1.data();
   double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0;
   double Pre0 = 0, Pre1 = 0, Pre2 = 0;
+  double ModelFlops = 0, M0 = 0, M1s = 0, M2s = 0;
   for (size_t P = 0; P < NPos; ++P) {
     uint32_t Slot = Slots[P];
     double TF = STF[Slot], TB = STB[Slot], TPt = TPTs[P], TPf = TPFs[P];
+    ModelFlops += SMF[Slot];
+    M0 += SM0[Slot];
+    M1s += Sel[P] ? SM1[Slot] : SM0[Slot];
+    M2s += Full[P] ? SM1[Slot] : SM0[Slot];
     TotBwd += TB;
     TotTP += TPt;
     // Full recomputation replays a segment's forward, its tensor-parallel
@@ -1103,23 +1116,11 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   // Every cost finite and non-negative: so are the slots' times and the
   // collectives (a cost adds at most four of them), and the total is finite.
   bool Bad = false;
-  for (size_t I = 0; I < NSlots; ++I)
-    if (SlotDone[I])
-      Bad |= !(STF[I] >= 0 && STF[I] <= std::numeric_limits<double>::max()) ||
-             !(STB[I] >= 0 && STB[I] <= std::numeric_limits<double>::max());
+  for (uint32_t I : TP.UsedSlots)
+    Bad |= !(STF[I] >= 0 && STF[I] <= std::numeric_limits<double>::max()) ||
+           !(STB[I] >= 0 && STB[I] <= std::numeric_limits<double>::max());
   for (uint32_t Q : TP.CollPos)
     Bad |= !(TPTs[Q] >= 0 && TPTs[Q] <= std::numeric_limits<double>::max());
-  double ModelFlops = 0, M0 = 0, M1s = 0, M2s = 0;
-  {
-    const double *SMF = SlotMF.data(), *SM0 = SlotMM0.data(), *SM1 = SlotMM1.data();
-    for (size_t P = 0; P < NPos; ++P) {
-      uint32_t Slot = Slots[P];
-      ModelFlops += SMF[Slot];
-      M0 += SM0[Slot];
-      M1s += Sel[P] ? SM1[Slot] : SM0[Slot];
-      M2s += Full[P] ? SM1[Slot] : SM0[Slot];
-    }
-  }
   {
     double *PA = G.PreA.data(), *PAS = G.PreAS.data(), *PCk = G.PreCk.data();
     const Affine *SA = SavedAff.data(), *SelA = SelAff.data(), *CkA = CkAtCut.data();
@@ -1248,7 +1249,7 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   };
   // Stages' sums position by position, two stages at a time (independent
   // chains of additions), each in its own order.
-  const uint32_t *SlotOf = Gr.SlotOf.data();
+  const uint32_t *SlotOf = Gr.SlotOf;
   const double *STF = Gr.SlotTF.data(), *STB = Gr.SlotTB.data(), *TPTP = Gr.TPT.data(),
                *TPFP = Gr.TPF.data();
   // Position Q's terms added to X: Group::cost() inline (the same
