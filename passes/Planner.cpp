@@ -108,6 +108,7 @@ struct TPPlan {
   /// Per position: its slot, 2 class + split (positions of one slot take
   /// equal times in every group); UsedSlots lists each slot once.
   std::vector<uint32_t> SlotOf, UsedSlots;
+  bool AnySplit = false; ///< some position is split
   /// The collectives in order: position and cost (an index into
   /// Planner::CollCosts); UsedCosts lists the indices used.
   std::vector<uint32_t> CollPos, CollCost, UsedCosts;
@@ -196,7 +197,10 @@ struct Group {
   // Activation terms (Saved, SavedSelective, Checkpoint at cuts, each times
   // its activation scale) as prefix sums, and whether those are exact (so a
   // stage's sum in any order is the difference of two prefixes).
-  std::vector<double> PreA, PreAS, PreCk;
+  std::vector<double> PreA, PreAS;
+  /// The checkpoint terms' prefix sums over the cuts alone (they are zero
+  /// elsewhere): PreCk[k] sums those of CutPos[0 .. k-1].
+  std::vector<double> PreCk;
   bool AExact = false, ASExact = false, CkExact = false;
   std::vector<double> SegSum; ///< PreA between consecutive cuts
   std::map<std::array<unsigned, 3>, StageAgg> Aggs; ///< by (recompute, p, v)
@@ -264,8 +268,8 @@ private:
   std::vector<const Position *> ClassRep;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   std::vector<Affine> SavedAff, SelAff, CkAff;
-  std::vector<Affine> CkAtCut; ///< CkAff where a checkpoint is taken, else 0
   std::vector<size_t> CutPos;           ///< positions with CutBefore, ascending
+  std::vector<Affine> CutCk;            ///< CkAff at each of CutPos
   IntegralTerms SavedInt, SelInt, CkInt;
   // Trainable parameters in order of position: owner, value, elements.
   std::vector<uint32_t> ParamPos;
@@ -651,11 +655,11 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     SavedAff[P] = Pos[P].Saved;
     SelAff[P] = Pos[P].SavedSelective;
     CkAff[P] = Pos[P].Checkpoint;
-    CkAtCut.push_back(Pos[P].CutBefore ? Pos[P].Checkpoint : Affine());
     SavedInt.add(SavedAff[P]);
     SelInt.add(SelAff[P]);
     if (Pos[P].CutBefore) {
       CutPos.push_back(P);
+      CutCk.push_back(CkAff[P]);
       CkInt.add(CkAff[P]);
     }
   }
@@ -815,6 +819,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   std::vector<uint8_t> SlotSeen(2 * ClassRep.size(), 0);
   for (size_t P = 0; P < Pos.size(); ++P) {
     TP.SplitU8[P] = TP.Sharding.Split[P];
+    TP.AnySplit |= TP.SplitU8[P];
     uint32_t Slot = 2 * ClassOf[P] + TP.SplitU8[P];
     TP.SlotOf[P] = Slot;
     if (!SlotSeen[Slot]) {
@@ -995,8 +1000,9 @@ void Planner::sizeWorkspace(Workspace &W) {
   G.TPF.resize(NPos);
   for (auto *V : {&G.SlotTF, &G.SlotTB, &W.SlotMF, &W.SlotMM0, &W.SlotMM1})
     V->resize(NSlots);
-  for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS, &G.PreCk})
+  for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS})
     V->resize(NPos + 1);
+  G.PreCk.resize(CutPos.size() + 1);
   for (auto &C : G.Collapsed)
     C.resize(Boundaries.size() + 1);
   G.SegSum.resize(CutPos.empty() ? 0 : CutPos.size() - 1);
@@ -1066,7 +1072,7 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   }
   G.PreA.resize(NPos + 1);
   G.PreAS.resize(NPos + 1);
-  G.PreCk.resize(NPos + 1);
+  G.PreCk.resize(CutPos.size() + 1);
   G.PreA[0] = G.PreAS[0] = G.PreCk[0] = 0;
   const uint8_t *Split = TP.SplitU8.data();
   G.SlotOf = TP.SlotOf.data();
@@ -1087,6 +1093,16 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   const double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
   double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
   const double *SMF = SlotMF.data(), *SM0 = SlotMM0.data(), *SM1 = SlotMM1.data();
+  // The prefixes at the stage boundaries are taken as they pass (gathered
+  // after, they read the three prefix tables again, a cache line a read).
+  for (auto &C : G.Collapsed) {
+    C.resize(Boundaries.size() + 1);
+    C[0] = 0;
+  }
+  double *C0 = G.Collapsed[0].data(), *C1 = G.Collapsed[1].data(),
+         *C2 = G.Collapsed[2].data();
+  const size_t *Bd = Boundaries.data();
+  size_t NextB = 0, NumB = Boundaries.size();
   double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0;
   double Pre0 = 0, Pre1 = 0, Pre2 = 0;
   double ModelFlops = 0, M0 = 0, M1s = 0, M2s = 0;
@@ -1112,6 +1128,12 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
     P0[P + 1] = Pre0 += X0;
     P1[P + 1] = Pre1 += X1;
     P2[P + 1] = Pre2 += X2;
+    if (NextB < NumB && Bd[NextB] == P + 1) {
+      C0[NextB + 1] = Pre0;
+      C1[NextB + 1] = Pre1;
+      C2[NextB + 1] = Pre2;
+      ++NextB;
+    }
   }
   // Every cost finite and non-negative: so are the slots' times and the
   // collectives (a cost adds at most four of them), and the total is finite.
@@ -1123,7 +1145,7 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
     Bad |= !(TPTs[Q] >= 0 && TPTs[Q] <= std::numeric_limits<double>::max());
   {
     double *PA = G.PreA.data(), *PAS = G.PreAS.data(), *PCk = G.PreCk.data();
-    const Affine *SA = SavedAff.data(), *SelA = SelAff.data(), *CkA = CkAtCut.data();
+    const Affine *SA = SavedAff.data(), *SelA = SelAff.data();
     // With sequence parallelism the replicated regions are split too.
     const double Scales[2] = {1.0, 1.0 / T};
     unsigned SPBit = SP;
@@ -1132,9 +1154,11 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
       double ActScale = Scales[Split[P] | SPBit];
       PA[P + 1] = A += SA[P].at(Mb) * ActScale;
       PAS[P + 1] = AS += SelA[P].at(Mb) * ActScale;
-      // Zero where no checkpoint is taken: adding it changes nothing.
-      PCk[P + 1] = Ck += CkA[P].at(Mb) * ActScale;
     }
+    // Checkpoints, at the cuts only (summed over every position, the zero
+    // terms between them changed nothing).
+    for (size_t K = 0; K < CutPos.size(); ++K)
+      PCk[K + 1] = Ck += CutCk[K].at(Mb) * Scales[Split[CutPos[K]] | SPBit];
   }
   G.ModelFlops = ModelFlops;
   G.MatrixFlops[0] = M0;
@@ -1147,16 +1171,13 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   G.TotRec[2] = Rec2;
   for (int R = 0; R < 3; ++R) {
     G.Bounded[R] = !Bad && G.Prefix[R][NPos] <= std::numeric_limits<double>::max();
-    G.Collapsed[R].resize(Boundaries.size() + 1);
-    G.Collapsed[R][0] = 0;
-    for (size_t K = 0; K < Boundaries.size(); ++K)
+    for (size_t K = NextB; K < NumB; ++K) // boundaries the loop did not pass (none at 0)
       G.Collapsed[R][K + 1] = G.Prefix[R][Boundaries[K]];
   }
 
   // Whether the activation prefix sums are exact: whole-number terms scaled
   // by 1 or 1/t with t a power of two, else checked term by term.
-  bool AnyScaled = SP || std::any_of(TP.SplitU8.begin(), TP.SplitU8.end(),
-                                     [](uint8_t S) { return S != 0; });
+  bool AnyScaled = SP || TP.AnySplit;
   int Shift = !AnyScaled ? 0 : (T & (T - 1)) == 0 ? __builtin_ctz(T) : -1;
   auto Check = [&](const IntegralTerms &I, const std::vector<Affine> &Aff, bool OnlyCuts) {
     if (I.exactAt(Mb, Shift))
@@ -1402,7 +1423,10 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
       } else if (R == 1) {
         A.Act[S] += Gr.PreAS[End] - Gr.PreAS[Start];
       } else {
-        A.Ckpt[S] += Gr.PreCk[End] - Gr.PreCk[Start];
+        auto CkAt = [&](size_t Q) {
+          return Gr.PreCk[std::lower_bound(CutPos.begin(), CutPos.end(), Q) - CutPos.begin()];
+        };
+        A.Ckpt[S] += CkAt(End) - CkAt(Start);
         if (Start < End) {
           // Segments between checkpoints: a partial one at each end of the
           // chunk, whole ones between.
