@@ -77,19 +77,13 @@ struct AffinePhase {
 };
 
 /// One position of the main graph's topological order, with the costs of
-/// any subgraph it holds.
+/// any subgraph it holds: what decides its times (its memory terms and
+/// recomputation flags are in the planner's per-position tables).
 struct Position {
   const Node *N = nullptr;
   AffinePhase Fwd, Bwd;
   bool NeedsBackward = false;
   DType Type = DType::Float;
-  Affine Saved;          ///< saved tensors first saved here (deduplicated)
-  Affine SavedSelective; ///< of which held under selective recomputation
-  bool RecompFull = false, RecompSel = false;
-  Affine Checkpoint;     ///< full recomputation: checkpoint taken before here
-  bool CutBefore = false;
-  double Params = 0;     ///< trainable parameters first read here
-  std::vector<const Value *> ParamValues;
 };
 
 /// A tensor-parallel collective's kind and full tensor bytes.
@@ -113,7 +107,9 @@ struct TPPlan {
   /// Planner::CollCosts); UsedCosts lists the indices used.
   std::vector<uint32_t> CollPos, CollCost, UsedCosts;
   std::vector<uint8_t> CollFwd;    ///< per collective: runs in the forward
-  std::vector<double> SplitParams; ///< per position: parameters split t ways
+  /// Per position: parameters split t ways (kept only when the prefix sums
+  /// below are not exact: stageAgg then sums it position by position).
+  std::vector<double> SplitParams;
   /// Prefix sums of the unsplit (Params - SplitParams) and split parameters;
   /// Exact when every partial sum is exact (so a stage's sum in any order
   /// equals the difference of two prefixes).
@@ -531,15 +527,19 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   const Graph &G = *M1->Main;
   size_t N = G.Nodes.size();
   Pos.resize(N);
+  SavedAff.resize(N);
+  SelAff.resize(N);
+  CkAff.resize(N);
+  Cut.resize(N);
   for (size_t P = 0; P < N; ++P) {
     Position &X = Pos[P];
     X.N = G.Nodes[P].get();
     X.Fwd = AffinePhase::fit(F[0][P], F[1][P]);
     X.Bwd = AffinePhase::fit(B[0][P], B[1][P]);
-    X.Saved = Affine::fit(S[0][P], S[1][P]);
-    X.SavedSelective = Affine::fit(SS[0][P], SS[1][P]);
-    X.Checkpoint = Affine::fit(Ck[0][P], Ck[1][P]);
-    X.CutBefore = Ck[0][P] > 0;
+    SavedAff[P] = Affine::fit(S[0][P], S[1][P]);
+    SelAff[P] = Affine::fit(SS[0][P], SS[1][P]);
+    CkAff[P] = Affine::fit(Ck[0][P], Ck[1][P]);
+    Cut[P] = Ck[0][P] > 0;
     X.Type = Cfg.ComputeDType.value_or(DType::Float);
     for (const Value *V : X.N->Outputs)
       if (!Cfg.ComputeDType && V && isFloatingPoint(V->Elem)) {
@@ -547,6 +547,8 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
         break;
       }
   }
+  RecFull.assign(N, 0);
+  RecSel.assign(N, 0);
   for (size_t I = 0; I < C1.Nodes.size(); ++I) {
     const NodeCost &NC = C1.Nodes[I];
     const Node *Top = NC.N;
@@ -555,8 +557,8 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     if (Top->Parent != &G)
       continue;
     Pos[Top->Index].NeedsBackward |= NC.NeedsBackward;
-    Pos[Top->Index].RecompFull |= Full1.Recomputed[I];
-    Pos[Top->Index].RecompSel |= Sel1.Recomputed[I];
+    RecFull[Top->Index] |= Full1.Recomputed[I];
+    RecSel[Top->Index] |= Sel1.Recomputed[I];
   }
   // Parameters belong to the first position that reads them; the later
   // readers of a shared one are listed. (A trainable parameter's first
@@ -566,6 +568,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   for (const Value *V : C1.Trainable)
     FirstReader[V] = Unread;
   llvm::MapVector<const Value *, std::vector<uint32_t>> LaterReaders;
+  PosParams.assign(N, 0);
   for (size_t P = 0; P < N; ++P)
     for (const Value *In : Pos[P].N->Inputs) {
       if (!In)
@@ -575,8 +578,11 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
         continue;
       if (First == Unread) {
         First = uint32_t(P);
-        Pos[P].Params += In->numElements().value_or(0);
-        Pos[P].ParamValues.push_back(In);
+        double Elems = In->numElements().value_or(0);
+        PosParams[P] += Elems;
+        ParamPos.push_back(uint32_t(P));
+        ParamVal.push_back(In);
+        ParamElems.push_back(Elems);
       } else if (First != P) {
         std::vector<uint32_t> &L = LaterReaders[In];
         if (L.empty() || L.back() != P)
@@ -590,7 +596,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   }
   Params = C1.TrainableParams;
   for (size_t P = 1; P < N; ++P)
-    if (Pos[P].CutBefore)
+    if (Cut[P])
       Boundaries.push_back(P);
   Boundaries.push_back(N);
   for (size_t P = 1; P <= N; ++P)
@@ -642,34 +648,13 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
       ClassOf[P] = It->second;
     }
   }
-  RecFull.resize(N);
-  RecSel.resize(N);
-  Cut.resize(N);
-  SavedAff.resize(N);
-  SelAff.resize(N);
-  CkAff.resize(N);
   for (size_t P = 0; P < N; ++P) {
-    RecFull[P] = Pos[P].RecompFull;
-    RecSel[P] = Pos[P].RecompSel;
-    Cut[P] = Pos[P].CutBefore;
-    SavedAff[P] = Pos[P].Saved;
-    SelAff[P] = Pos[P].SavedSelective;
-    CkAff[P] = Pos[P].Checkpoint;
     SavedInt.add(SavedAff[P]);
     SelInt.add(SelAff[P]);
-    if (Pos[P].CutBefore) {
+    if (Cut[P]) {
       CutPos.push_back(P);
       CutCk.push_back(CkAff[P]);
       CkInt.add(CkAff[P]);
-    }
-  }
-  PosParams.resize(N);
-  for (size_t P = 0; P < N; ++P) {
-    PosParams[P] = Pos[P].Params;
-    for (const Value *V : Pos[P].ParamValues) {
-      ParamPos.push_back(uint32_t(P));
-      ParamVal.push_back(V);
-      ParamElems.push_back(V->numElements().value_or(0));
     }
   }
   return llvm::Error::success();
@@ -806,7 +791,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   TPPlanOf[Key] = &TP;
   TP.Sharding = std::move(Sharding);
   TP.SplitParams.assign(Pos.size(), 0);
-  // Each position's parameters in order, as Pos[P].ParamValues lists them.
+  // Each position's parameters in order, as ParamPos and ParamVal list them.
   if (!TP.Sharding.SplitParams.empty())
     for (size_t I = 0; I < ParamVal.size(); ++I)
       if (TP.Sharding.SplitParams.count(ParamVal[I]))
@@ -833,6 +818,8 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     TP.PreSplit[P + 1] = TP.PreSplit[P] + TP.SplitParams[P];
   }
   TP.ParamsExact = XOwn.exact() && XSplit.exact();
+  if (TP.ParamsExact)
+    std::vector<double>().swap(TP.SplitParams);
   // Collectives of equal kind and bytes cost the same: each distinct one
   // gets an index (per tensor and kind, then by value).
   if (!CollCostOf) {
@@ -863,6 +850,9 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     TP.CollCost.push_back(Id);
     TP.CollFwd.push_back(!Col.Backward);
   }
+  // What the search reads of the collectives is in CollPos, CollCost and
+  // CollFwd now (870k collectives are 21 MB at a million positions).
+  std::vector<TPCollective>().swap(TP.Sharding.Collectives);
   TP.UsedCosts = TP.CollCost;
   llvm::sort(TP.UsedCosts);
   TP.UsedCosts.erase(std::unique(TP.UsedCosts.begin(), TP.UsedCosts.end()), TP.UsedCosts.end());
