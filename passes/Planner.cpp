@@ -846,7 +846,7 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
         CollCosts.push_back({Col.Kind, Bytes});
       Id = VIt->second;
     }
-    TP.CollPos.push_back(Col.At->Index);
+    TP.CollPos.push_back(Col.At);
     TP.CollCost.push_back(Id);
     TP.CollFwd.push_back(!Col.Backward);
   }

@@ -62,7 +62,7 @@ private:
   void collective(CollectiveKind K, bool Bwd, const Value *V, const Node &At) {
     if (Bwd && !NeedsGrad.count(V))
       return;
-    R.Collectives.push_back({K, Bwd, V, &At});
+    R.Collectives.push_back({V, At.Index, K, Bwd});
   }
 
   /// Makes V replicated before Node reads it: a partial sum is all-reduced

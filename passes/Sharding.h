@@ -31,12 +31,13 @@ enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllTo
 constexpr unsigned NumCollectiveKinds = unsigned(CollectiveKind::AllToAll) + 1;
 const char *collectiveName(CollectiveKind K);
 
-/// One collective on the tensor-parallel group, per micro-batch.
+/// One collective on the tensor-parallel group, per micro-batch (16 bytes:
+/// a million-node graph has close to a million).
 struct TPCollective {
+  const Value *Tensor;  ///< the full (unsharded) tensor it moves
+  uint32_t At;          ///< index of the main-graph node before which it runs
   CollectiveKind Kind;
   bool Backward;        ///< runs in the backward pass
-  const Value *Tensor;  ///< the full (unsharded) tensor it moves
-  const Node *At;       ///< the node before which it runs
 };
 
 struct ShardState {
