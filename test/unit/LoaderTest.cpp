@@ -93,6 +93,56 @@ TEST_F(LoaderTest, DeclaredInputsLeaveInitializersOut) {
   EXPECT_EQ(X.Dims[1].extent(), 8);
 }
 
+// Initializers alike share one InitializerInfo (a generated graph's half
+// million weights in one external file are one record); unlike ones do not.
+TEST(Importer, InitializerInfoSharedByThoseAlike) {
+  onnx::ModelProto P;
+  P.set_ir_version(8);
+  P.add_opset_import()->set_version(17);
+  onnx::GraphProto &G = *P.mutable_graph();
+  G.set_name("g");
+  auto AddInit = [&](const char *Name, const char *File) {
+    onnx::TensorProto &T = *G.add_initializer();
+    T.set_name(Name);
+    T.set_data_type(onnx::TensorProto::FLOAT);
+    T.add_dims(4);
+    if (File) {
+      T.set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+      auto *E = T.add_external_data();
+      E->set_key("location");
+      E->set_value(File);
+    } else {
+      for (int I = 0; I < 4; ++I)
+        T.add_float_data(0);
+    }
+  };
+  AddInit("a1", "absent-a.bin");
+  AddInit("a2", "absent-a.bin");
+  AddInit("b", "absent-b.bin");
+  AddInit("in", nullptr);
+  onnx::NodeProto &N = *G.add_node();
+  N.set_op_type("Sum");
+  for (const char *In : {"a1", "a2", "b", "in"})
+    N.add_input(In);
+  N.add_output("y");
+  onnx::ValueInfoProto &Y = *G.add_output();
+  Y.set_name("y");
+  DiagnosticEngine Diags;
+  auto M = importModel(P, "shared-info.onnx", ".", Diags);
+  ASSERT_TRUE(bool(M)) << llvm::toString(M.takeError());
+  const Graph &Main = *(*M)->Main;
+  const Value *A1 = Main.lookup("a1"), *A2 = Main.lookup("a2"), *B = Main.lookup("b"),
+              *In = Main.lookup("in");
+  ASSERT_TRUE(A1 && A2 && B && In && A1->Init && A2->Init && B->Init && In->Init);
+  EXPECT_EQ(A1->Init, A2->Init);
+  EXPECT_NE(A1->Init, B->Init);
+  EXPECT_NE(A1->Init, In->Init);
+  EXPECT_TRUE(A1->Init->External && A1->Init->LocationMissing);
+  EXPECT_EQ(A1->Init->Location, "absent-a.bin");
+  EXPECT_EQ(B->Init->Location, "absent-b.bin");
+  EXPECT_FALSE(In->Init->External);
+}
+
 /// A tensor of type Type and dims {N}, its raw_data Raw.
 onnx::TensorProto rawTensor(int Type, int64_t N, std::string Raw) {
   onnx::TensorProto T;
