@@ -264,7 +264,7 @@ private:
   std::vector<const Position *> ClassRep;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   std::vector<Affine> SavedAff, SelAff, CkAff;
-  std::vector<size_t> CutPos;           ///< positions with CutBefore, ascending
+  std::vector<size_t> CutPos;           ///< positions with Cut, ascending
   std::vector<Affine> CutCk;            ///< CkAff at each of CutPos
   IntegralTerms SavedInt, SelInt, CkInt;
   // Trainable parameters in order of position: owner, value, elements.
@@ -290,8 +290,8 @@ private:
   /// What evaluating a configuration writes: one per search thread.
   struct Workspace {
     Group G; ///< the current group
-    // Per class and split (slot 2c + split): times and FLOP terms of the
-    // current group, computed on first use.
+    // Per slot (2 class + split): FLOP terms of the current group, for the
+    // slots its plan uses (their times are in the group).
     std::vector<double> SlotMF, SlotMM0, SlotMM1;
     std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
   };
@@ -1264,7 +1264,9 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   const double *STF = Gr.SlotTF.data(), *STB = Gr.SlotTB.data(), *TPTP = Gr.TPT.data(),
                *TPFP = Gr.TPF.data();
   // Position Q's terms added to X: Group::cost() inline (the same
-  // additions in the same order), its backward, TP and recompute times.
+  // additions in the same order), its backward, TP and recompute times
+  // (the replay, its forward collectives included under full
+  // recomputation, as the whole-graph sum TotRec counts it).
   auto Add = [&](auto HasFlag, size_t Q, Sums &X) {
     uint32_t S = SlotOf[Q];
     double TF = STF[S], TB = STB[S], TPt = TPTP[Q];
@@ -1274,7 +1276,7 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
     X.B += TB;
     X.TP += TPt;
     if (HasFlag)
-      X.Rec += Flag[Q] ? TF : 0;
+      X.Rec += Rec;
   };
   // Sums Q in [Q0, Q1) into X, and Q in [R0, R0 + Q1 - Q0) into Y, with
   // local accumulators (independent chains).
@@ -1377,7 +1379,7 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
         Time[S] += Gr.cost(R, Flag, Q);
         Bwd[S] += Gr.tb(Q);
         TPs[S] += Gr.TPT[Q];
-        Rec[S] += Flag && Flag[Q] ? Gr.tf(Q) : 0;
+        Rec[S] += !Flag || !Flag[Q] ? 0 : R == 1 ? Gr.tf(Q) : Gr.tf(Q) + Gr.TPF[Q];
       }
     }
     unsigned Slowest = 0;
