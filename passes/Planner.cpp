@@ -309,7 +309,6 @@ private:
   Group &group(Workspace &W, int64_t B, unsigned T, bool SP);
   const StageAgg &stageAgg(Group &G, Config::Recompute Rc, unsigned P, unsigned V);
   PlanEval evaluate(Workspace &W, const PlanConfig &PC, unsigned N);
-  PlanEval evaluate(const PlanConfig &PC, unsigned N) { return evaluate(Work[0], PC, N); }
   /// A configuration to evaluate on N devices.
   struct Job {
     PlanConfig C;
@@ -1695,11 +1694,12 @@ std::vector<PlanConfig> Planner::enumerate(unsigned N, const PlanOptions &Opts) 
   return Out;
 }
 
-/// The fastest of Evals that fits (the first of equals), if any.
-static const PlanEval *fastest(llvm::ArrayRef<PlanEval> Evals) {
+/// The fastest of Evals (that fits, with FitsOnly; the first of equals), if
+/// any.
+static const PlanEval *fastest(llvm::ArrayRef<PlanEval> Evals, bool FitsOnly) {
   const PlanEval *Best = nullptr;
   for (const PlanEval &E : Evals)
-    if (E.Fits && (!Best || E.StepSeconds < Best->StepSeconds))
+    if ((E.Fits || !FitsOnly) && (!Best || E.StepSeconds < Best->StepSeconds))
       Best = &E;
   return Best;
 }
@@ -1770,10 +1770,7 @@ llvm::Expected<PlanResult> Planner::search() {
   if (NotFit)
     R.RejectReasons.emplace_back("does not fit device memory", NotFit);
   R.Rejected = R.Evaluated - R.Ranked.size();
-  const PlanEval *Base = nullptr;
-  for (const PlanEval &E : All.slice(NumMain, NumBaseline))
-    if (!Base || E.StepSeconds < Base->StepSeconds)
-      Base = &E;
+  const PlanEval *Base = fastest(All.slice(NumMain, NumBaseline), /*FitsOnly=*/false);
   R.SingleDevice = Base ? *Base : PlanEval();
   if (!R.Ranked.empty()) {
     const PlanEval &W = R.Ranked.front();
@@ -1784,7 +1781,7 @@ llvm::Expected<PlanResult> Planner::search() {
   }
   size_t Begin = NumMain + NumBaseline;
   for (auto [N, End] : ScalingEnds) {
-    if (const PlanEval *Best = fastest(All.slice(Begin, End - Begin)))
+    if (const PlanEval *Best = fastest(All.slice(Begin, End - Begin), /*FitsOnly=*/true))
       R.Scaling.emplace_back(N, *Best);
     Begin = End;
   }
