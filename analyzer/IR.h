@@ -248,7 +248,7 @@ public:
   std::string qualifiedOpType() const;
   /// "ai.onnx" for the default domain, else the domain.
   llvm::StringRef domainName() const {
-    return Domain.empty() ? llvm::StringRef("ai.onnx") : llvm::StringRef(Domain);
+    return Domain.empty() ? llvm::StringRef("ai.onnx") : Domain;
   }
 };
 

@@ -164,8 +164,9 @@ bool ridge::smallTensorFloats(const onnx::TensorProto &T, llvm::SmallVectorImpl<
 
 namespace {
 
-std::string normalizeDomain(llvm::StringRef D) {
-  return D == "ai.onnx" ? std::string() : D.str();
+/// D, with the default domain's explicit name as the empty one.
+llvm::StringRef normalizeDomain(llvm::StringRef D) {
+  return D == "ai.onnx" ? llvm::StringRef() : D;
 }
 
 class Importer {
@@ -485,7 +486,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     }
     auto N = std::make_unique<Node>();
     N->OpType = intern(NP.OpType);
-    N->Domain = intern(NP.Domain == "ai.onnx" ? llvm::StringRef() : NP.Domain);
+    N->Domain = intern(normalizeDomain(NP.Domain));
     // Unnamed nodes: "<OpType>_<index>" in the main graph (and function
     // bodies); "<graph name>/<OpType>_<index>" inside subgraphs, so that
     // rows of different bodies cannot be confused.
@@ -697,7 +698,7 @@ ridge::importModel(const wire::Model &Proto, llvm::StringRef File,
   if (!Proto.HasGraph)
     return fileError(File, "not an ONNX model: it has no graph");
   for (const auto &OS : Proto.Opsets) {
-    std::string D = normalizeDomain(OS.Domain);
+    std::string D = normalizeDomain(OS.Domain).str();
     if (OS.Version <= 0)
       return fileError(File, formatv("opset version {0} for domain '{1}' is "
                                      "invalid",
@@ -729,7 +730,7 @@ ridge::importModel(const wire::Model &Proto, llvm::StringRef File,
     const wire::Function &FP = Proto.Functions[FI];
     std::map<std::string, int64_t> Opsets = M->Opsets;
     for (const auto &OS : FP.Opsets)
-      Opsets[normalizeDomain(OS.Domain)] = OS.Version;
+      Opsets[normalizeDomain(OS.Domain).str()] = OS.Version;
     if (Error E = I.importGraph(FP.Body, *M->Functions[FI].Body, Opsets))
       return E;
   }
