@@ -300,9 +300,11 @@ private:
   std::map<std::pair<unsigned, bool>, std::future<ShardingResult>> Ahead;
   std::thread Worker;
 
-  /// Allocates W's tables at the sizes group() gives them, on this thread:
-  /// its heap holds the freed micro-batch 2, a search thread's own heap
-  /// would fault in fresh pages (70 MB for a million positions).
+  /// Sizes W's tables for this graph (a no-op once done). group() calls
+  /// it; evaluateAll calls it first for the second search thread's
+  /// workspace, on the main thread: its heap holds the freed micro-batch 2,
+  /// the search thread's own heap would fault in fresh pages (70 MB for a
+  /// million positions).
   void sizeWorkspace(Workspace &W);
   void propagateAhead();
   const TPPlan &tpPlan(unsigned T, bool SP);
@@ -1019,8 +1021,9 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   size_t NPos = Pos.size();
   double Mb = double(B);
 
+  sizeWorkspace(W);
   // Tensor-parallel collectives, summed per position in their order.
-  if (G.TPT.size() != NPos || !Last) {
+  if (!Last) {
     G.TPT.assign(NPos, 0);
     G.TPF.assign(NPos, 0);
   } else {
@@ -1029,7 +1032,6 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   }
   bool TPInter = crossesNodes(1, T);
   double TPBw = linkBandwidth(TPInter), TPLat = linkLatency(TPInter);
-  CollSeconds.resize(CollCosts.size());
   for (uint32_t I : TP.UsedCosts) {
     double Bytes = CollCosts[I].Bytes.at(Mb);
     CollSeconds[I] = collectiveSeconds(CollCosts[I].Kind, Bytes, T, TPBw, TPLat);
@@ -1049,19 +1051,8 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   // position: forward and backward time (through the class memo), the FLOP
   // sums, the time with each recomputation mode and its prefix sums, and
   // the activation terms' prefix sums.
-  size_t NSlots = 2 * ClassRep.size();
-  SlotTF.resize(NSlots);
-  SlotTB.resize(NSlots);
-  SlotMF.resize(NSlots);
-  SlotMM0.resize(NSlots);
-  SlotMM1.resize(NSlots);
-  for (int R = 0; R < 3; ++R) {
-    G.Prefix[R].resize(NPos + 1);
+  for (int R = 0; R < 3; ++R)
     G.Prefix[R][0] = 0;
-  }
-  G.PreA.resize(NPos + 1);
-  G.PreAS.resize(NPos + 1);
-  G.PreCk.resize(CutPos.size() + 1);
   G.PreA[0] = G.PreAS[0] = G.PreCk[0] = 0;
   const uint8_t *Split = TP.SplitU8.data();
   G.SlotOf = TP.SlotOf.data();
@@ -1084,10 +1075,8 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   const double *SMF = SlotMF.data(), *SM0 = SlotMM0.data(), *SM1 = SlotMM1.data();
   // The prefixes at the stage boundaries are taken as they pass (gathered
   // after, they read the three prefix tables again, a cache line a read).
-  for (auto &C : G.Collapsed) {
-    C.resize(Boundaries.size() + 1);
+  for (auto &C : G.Collapsed)
     C[0] = 0;
-  }
   double *C0 = G.Collapsed[0].data(), *C1 = G.Collapsed[1].data(),
          *C2 = G.Collapsed[2].data();
   const size_t *Bd = Boundaries.data();
@@ -1180,7 +1169,6 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   G.AExact = Check(SavedInt, SavedAff, false);
   G.ASExact = Check(SelInt, SelAff, false);
   G.CkExact = Check(CkInt, CkAff, true);
-  G.SegSum.resize(CutPos.empty() ? 0 : CutPos.size() - 1);
   for (size_t K = 0; K + 1 < CutPos.size(); ++K)
     G.SegSum[K] = G.PreA[CutPos[K + 1]] - G.PreA[CutPos[K]];
   return G;
