@@ -7,6 +7,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include <onnx/onnx_pb.h>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -171,9 +172,9 @@ llvm::StringRef normalizeDomain(llvm::StringRef D) {
 
 class Importer {
 public:
-  Importer(Model &M, llvm::StringRef File, llvm::StringRef ModelDir,
-           DiagnosticEngine &Diags)
-      : M(M), File(File), ModelDir(ModelDir), Diags(Diags) {}
+  Importer(Model &M, const wire::DecodeOptions &DecodeOpts, llvm::StringRef File,
+           llvm::StringRef ModelDir, DiagnosticEngine &Diags)
+      : M(M), DecodeOpts(DecodeOpts), File(File), ModelDir(ModelDir), Diags(Diags) {}
 
   Error importGraph(const wire::Graph &GP, Graph &G,
                     const std::map<std::string, int64_t> &Opsets);
@@ -186,6 +187,8 @@ private:
   enum class LocationCheck { Inside, Missing, Unresolvable, Outside };
   llvm::StringMap<LocationCheck> LocationChecks;
   Model &M;
+  /// The options the nodes' bytes were checked with (wire::decodeNode).
+  wire::DecodeOptions DecodeOpts;
   llvm::StringRef File;
   llvm::StringRef ModelDir;
   DiagnosticEngine &Diags;
@@ -440,10 +443,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     G.Name = GP.Name.empty() ? "main" : GP.Name.str();
   // Sized for the values there will be (the index's slots are all written
   // when it is allocated).
-  size_t NumValues = GP.Initializers.size() + GP.Inputs.size();
-  for (const auto &NP : GP.Nodes)
-    NumValues += NP.Outputs.size();
-  G.reserveValues(NumValues);
+  G.reserveValues(GP.Initializers.size() + GP.Inputs.size() + GP.NumNodeOutputs);
   // Names are looked up in the index PrefetchAhead entries after they are
   // prefetched: a large graph's index is far larger than the caches, and
   // its misses then overlap instead of following one another (import of a
@@ -472,18 +472,35 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     G.Inputs.push_back(V);
   }
 
-  // Pass 1: nodes and the values they define.
-  G.Nodes.reserve(GP.Nodes.size());
+  // Pass 1: nodes and the values they define. Each node is decoded from its
+  // bytes PrefetchAhead nodes ahead of its import, into a ring.
+  size_t NumNodes = GP.Nodes.size();
+  G.Nodes.reserve(NumNodes);
+  std::array<wire::Node, PrefetchAhead + 1> Ring;
+  auto Decode = [&](size_t I, wire::Node &NP) -> Error {
+    if (!wire::decodeNode(GP.Nodes[I], NP, DecodeOpts))
+      return err(formatv("cannot decode node {0} of graph '{1}' again (internal error)", I,
+                         G.Name));
+    return Error::success();
+  };
+  for (size_t I = 0; I < std::min(PrefetchAhead, NumNodes); ++I)
+    if (Error E = Decode(I, Ring[I]))
+      return E;
+  // Nodes whose attributes, or inputs not found in pass 1, pass 2 reads:
+  // only they are decoded again there.
+  std::vector<bool> Revisit(NumNodes);
   llvm::DenseMap<const char *, const int64_t *> OpsetOf; ///< by interned domain
-  for (size_t I = 0; I < GP.Nodes.size(); ++I) {
-    const wire::Node &NP = GP.Nodes[I];
-    if (I + PrefetchAhead < GP.Nodes.size()) {
-      const wire::Node &Ahead = GP.Nodes[I + PrefetchAhead];
+  for (size_t I = 0; I < NumNodes; ++I) {
+    if (I + PrefetchAhead < NumNodes) {
+      wire::Node &Ahead = Ring[(I + PrefetchAhead) % Ring.size()];
+      if (Error E = Decode(I + PrefetchAhead, Ahead))
+        return E;
       for (llvm::StringRef Name : Ahead.Outputs)
         G.prefetchName(Name);
       for (llvm::StringRef Name : Ahead.Inputs)
         G.prefetchName(Name);
     }
+    const wire::Node &NP = Ring[I % Ring.size()];
     auto N = std::make_unique<Node>();
     N->OpType = intern(NP.OpType);
     N->Domain = intern(normalizeDomain(NP.Domain));
@@ -534,18 +551,30 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     // the rest as before. A name found here is the value pass 2 would find:
     // values are only ever added.
     N->Inputs.assign(NP.Inputs.size(), nullptr);
+    Revisit[I] = !NP.Attrs.empty();
     for (size_t J = 0; J < NP.Inputs.size(); ++J)
-      if (!NP.Inputs[J].empty())
+      if (!NP.Inputs[J].empty()) {
         N->Inputs[J] = G.lookupLocal(NP.Inputs[J]);
+        Revisit[I] = Revisit[I] || !N->Inputs[J];
+      }
     G.Nodes.push_back(std::move(N));
   }
   // Pass 2: attributes (subgraphs may read any value defined above) and inputs.
-  for (size_t I = 0; I < GP.Nodes.size(); ++I) {
-    const wire::Node &NP = GP.Nodes[I];
-    Node &N = *G.Nodes[I];
-    for (const auto &AP : NP.Attrs)
-      if (Error E = importAttribute(AP, N, G, Opsets))
+  wire::Node Again;
+  for (size_t I = 0; I < NumNodes; ++I) {
+    // Not revisited: no attributes, and every input found in pass 1 (or
+    // omitted: null).
+    const wire::Node *NP = nullptr;
+    if (Revisit[I]) {
+      if (Error E = Decode(I, Again))
         return E;
+      NP = &Again;
+    }
+    Node &N = *G.Nodes[I];
+    if (NP)
+      for (const auto &AP : NP->Attrs)
+        if (Error E = importAttribute(AP, N, G, Opsets))
+          return E;
     // Control flow without its bodies has no meaning (and crashes ONNX's
     // shape inference): say so.
     if (N.Domain.empty()) {
@@ -561,13 +590,17 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                              N.OpType, Name));
       }
     }
-    for (size_t J = 0; J < NP.Inputs.size(); ++J) {
-      llvm::StringRef In = NP.Inputs[J];
+    for (size_t J = 0; J < N.Inputs.size(); ++J) {
+      Value *V = N.Inputs[J];
+      if (V) {
+        V->Users.push_back(&N);
+        continue;
+      }
+      llvm::StringRef In = NP ? NP->Inputs[J] : llvm::StringRef();
       if (In.empty())
         continue; // an omitted optional input: N.Inputs[J] stays null
-      Value *V = N.Inputs[J];
-      if (!V) // defined further down (a file not in topological order), or not here
-        V = G.lookupLocal(In);
+      // Defined further down (a file not in topological order), or not here.
+      V = G.lookupLocal(In);
       bool Local = V != nullptr;
       if (!V)
         V = G.lookup(In);
@@ -714,7 +747,7 @@ ridge::importModel(const wire::Model &Proto, llvm::StringRef File,
                                OS.Version, MaxInferableOnnxOpset));
     M->Opsets[D] = OS.Version;
   }
-  Importer I(*M, File, ModelDir, Diags);
+  Importer I(*M, Proto.Opts, File, ModelDir, Diags);
   // Functions first: nodes of the main graph may call them.
   for (const auto &FP : Proto.Functions) {
     Function F;

@@ -492,6 +492,7 @@ private:
     });
   }
 
+public:
   bool node(StringRef B, Node &N, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
@@ -518,6 +519,20 @@ private:
     });
   }
 
+private:
+  /// A NodeProto of G: decoded to be checked (subgraphs and all), its bytes
+  /// kept (decodeNode reads them again).
+  Got nodeField(Fields &F, unsigned W, Graph &G, unsigned Depth) {
+    return messageField(F, W, [&](StringRef Sub) {
+      Node N;
+      if (!node(Sub, N, Depth))
+        return false;
+      G.Nodes.push_back(Sub);
+      G.NumNodeOutputs += N.Outputs.size();
+      return true;
+    });
+  }
+
   bool graph(StringRef B, Graph &G, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
@@ -535,10 +550,7 @@ private:
     G.Initializers.reserve(G.Initializers.size() + NumInits);
     return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
       switch (Num) {
-      case 1:
-        return appendField(F, W, G.Nodes, [&](StringRef Sub, Node &N) {
-          return node(Sub, N, Depth + 1);
-        });
+      case 1: return nodeField(F, W, G, Depth + 1);
       case 2: return bytesField(F, W, G.Name);
       case 5:
         return appendField(F, W, G.Initializers, [&](StringRef Sub, Tensor &T) {
@@ -575,10 +587,7 @@ private:
             (Num == 4 ? Fn.Body.Inputs : Fn.Body.Outputs).push_back({Sub, {}});
           return true;
         });
-      case 7:
-        return appendField(F, W, Fn.Body.Nodes, [&](StringRef Sub, Node &N) {
-          return node(Sub, N, Depth + 1);
-        });
+      case 7: return nodeField(F, W, Fn.Body, Depth + 1);
       case 9:
         return appendField(F, W, Fn.Opsets, opset);
       }
@@ -597,6 +606,7 @@ DecodeOptions ridge::wire::trustedDecode() {
 }
 
 bool ridge::wire::decodeModel(StringRef Bytes, Model &M, const DecodeOptions &Opts) {
+  M.Opts = Opts;
   Decoder D(Opts, M.SkippedPayloadBytes);
   return D.model(Bytes, M);
 }
@@ -605,4 +615,11 @@ bool ridge::wire::decodeTensor(StringRef Bytes, Tensor &T, const DecodeOptions &
   uint64_t Skipped = 0;
   Decoder D(Opts, Skipped);
   return D.tensor(Bytes, T, 0);
+}
+
+bool ridge::wire::decodeNode(StringRef Bytes, Node &N, const DecodeOptions &Opts) {
+  uint64_t Skipped = 0; // counted by the model's decode
+  Decoder D(Opts, Skipped);
+  N = Node();
+  return D.node(Bytes, N, 0);
 }

@@ -135,7 +135,13 @@ struct Node : MoveOnly {
 
 struct Graph : MoveOnly {
   llvm::StringRef Name;
-  std::vector<Node> Nodes;
+  /// Each NodeProto's bytes: checked when the graph was decoded, and decoded
+  /// again by decodeNode where read (kept decoded, a million nodes took
+  /// 200 MB while both of plan's imports read them).
+  std::vector<llvm::StringRef> Nodes;
+  /// The outputs those nodes list (counted by the decode: the importer sizes
+  /// its tables by it).
+  size_t NumNodeOutputs = 0;
   std::vector<Tensor> Initializers;
   std::vector<SparseTensor> SparseInitializers;
   std::vector<ValueInfo> Inputs, Outputs, ValueInfos;
@@ -155,7 +161,16 @@ struct Function : MoveOnly {
   std::vector<OpsetId> Opsets;
 };
 
+/// Payloads and nesting are limited as the lean reader limits them.
+struct DecodeOptions {
+  bool Strict = true;
+  uint64_t KeepPayloadBytes = LeanReadOptions().KeepPayloadBytes;
+  unsigned MaxDepth = LeanReadOptions().MaxDepth;
+};
+
 struct Model {
+  /// What decodeModel was given (decodeNode reads the nodes with them).
+  DecodeOptions Opts;
   int64_t IrVersion = 0;
   llvm::StringRef ProducerName, ProducerVersion;
   std::vector<OpsetId> Opsets;
@@ -166,13 +181,6 @@ struct Model {
   uint64_t SkippedPayloadBytes = 0;
 };
 
-/// Payloads and nesting are limited as the lean reader limits them.
-struct DecodeOptions {
-  bool Strict = true;
-  uint64_t KeepPayloadBytes = LeanReadOptions().KeepPayloadBytes;
-  unsigned MaxDepth = LeanReadOptions().MaxDepth;
-};
-
 /// For bytes protobuf serialized itself: every field accepted, nesting up to
 /// protobuf's own limit (100).
 DecodeOptions trustedDecode();
@@ -181,6 +189,10 @@ DecodeOptions trustedDecode();
 /// when the bytes are malformed or, in strict mode, hold what strict mode
 /// leaves to protobuf (see the file comment).
 bool decodeModel(llvm::StringRef Bytes, Model &M, const DecodeOptions &Opts = {});
+/// Decodes one NodeProto of a graph that decodeModel accepted with Opts
+/// (Graph::Nodes) into N, cleared first: what that decode checked. False only
+/// for bytes it did not accept.
+bool decodeNode(llvm::StringRef Bytes, Node &N, const DecodeOptions &Opts);
 /// Decodes one TensorProto (callers holding a protobuf pass trustedDecode()).
 bool decodeTensor(llvm::StringRef Bytes, Tensor &T, const DecodeOptions &Opts = {});
 

@@ -27,6 +27,8 @@ public:
   }
   bool found() const { return !First.empty(); }
   std::string First;
+  /// The model's decode options: its nodes are decoded again with them.
+  wire::DecodeOptions Opts;
 };
 
 template <typename T, typename R> std::vector<T> vec(const R &Range) {
@@ -140,9 +142,10 @@ inline void match(Diff &D, const wire::Graph &G, const onnx::GraphProto &P, cons
   D.same(G.Name.str(), P.name(), W, "graph name");
   D.same(G.Nodes.size(), size_t(P.node_size()), W, "nodes");
   for (int I = 0; I < P.node_size() && size_t(I) < G.Nodes.size(); ++I) {
-    const wire::Node &N = G.Nodes[I];
+    wire::Node N;
     const onnx::NodeProto &NP = P.node(I);
     std::string At = W + "/node " + std::to_string(I);
+    D.same(wire::decodeNode(G.Nodes[I], N, D.Opts), true, At, "decoded again");
     D.same(N.Name.str(), NP.name(), At, "name");
     D.same(N.OpType.str(), NP.op_type(), At, "op_type");
     D.same(N.Domain.str(), NP.domain(), At, "domain");
@@ -152,6 +155,10 @@ inline void match(Diff &D, const wire::Graph &G, const onnx::GraphProto &P, cons
     for (int J = 0; J < NP.attribute_size() && size_t(J) < N.Attrs.size(); ++J)
       match(D, N.Attrs[J], NP.attribute(J), At + "/" + NP.attribute(J).name());
   }
+  size_t Outputs = 0;
+  for (const onnx::NodeProto &NP : P.node())
+    Outputs += size_t(NP.output_size());
+  D.same(G.NumNodeOutputs, Outputs, W, "node outputs");
   D.same(G.Initializers.size(), size_t(P.initializer_size()), W, "initializers");
   for (int I = 0; I < P.initializer_size() && size_t(I) < G.Initializers.size(); ++I)
     match(D, G.Initializers[I], P.initializer(I), W + "/initializer");
@@ -166,6 +173,7 @@ inline void match(Diff &D, const wire::Graph &G, const onnx::GraphProto &P, cons
 /// parsed from them, else where the first difference is.
 inline std::string firstDifference(const wire::Model &M, const onnx::ModelProto &P) {
   Diff D;
+  D.Opts = M.Opts;
   D.same(M.IrVersion, P.ir_version(), "model", "ir_version");
   D.same(M.ProducerName.str(), P.producer_name(), "model", "producer_name");
   D.same(M.ProducerVersion.str(), P.producer_version(), "model", "producer_version");

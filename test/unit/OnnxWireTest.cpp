@@ -240,6 +240,47 @@ TEST(OnnxWire, LargePayloadsAreSkippedAndCounted) {
   EXPECT_FALSE(W.G.Initializers[0].HasRaw);
 }
 
+TEST(OnnxWire, NodesAreCheckedByTheModelsDecodeAndDecodedAgainWhereRead) {
+  // Node 1 lists an empty second output; node 2 is a Constant whose value
+  // tensor's payload (5000 bytes) is over the limit.
+  std::string Raw(5000, '\0');
+  std::string T = fieldVarint(1, 1250) + fieldVarint(2, 1) + fieldBytes(9, Raw);
+  std::string Attr = fieldBytes(1, "value") + fieldVarint(20, 4) + fieldBytes(5, T);
+  std::string Split = fieldBytes(1, "y") + fieldBytes(2, "s") + fieldBytes(2, "") +
+                      fieldBytes(4, "Identity");
+  std::string Constant = fieldBytes(2, "c") + fieldBytes(4, "Constant") + fieldBytes(5, Attr);
+  std::string Bytes = model(graph(fieldBytes(1, Split) + fieldBytes(1, Constant)));
+  wire::Model W;
+  ASSERT_TRUE(wire::decodeModel(Bytes, W));
+  ASSERT_EQ(W.G.Nodes.size(), 3u);
+  EXPECT_EQ(W.G.NumNodeOutputs, 4u); // y; s and ""; c
+  wire::Node N;
+  ASSERT_TRUE(wire::decodeNode(W.G.Nodes[2], N, W.Opts));
+  EXPECT_EQ(N.OpType, "Constant");
+  ASSERT_EQ(N.Attrs.size(), 1u);
+  EXPECT_TRUE(N.Attrs[0].HasT);
+  // The node it decodes into is cleared first.
+  ASSERT_TRUE(wire::decodeNode(W.G.Nodes[1], N, W.Opts));
+  EXPECT_EQ(N.OpType, "Identity");
+  EXPECT_TRUE(N.Attrs.empty());
+  ASSERT_EQ(N.Outputs.size(), 2u);
+  EXPECT_EQ(N.Outputs[1], "");
+  // The payload skipped is counted once, by the model's decode, as the
+  // lean reader counts it.
+  std::string Filtered;
+  LeanReadStats Stats;
+  ASSERT_FALSE(leanFilterModel(Bytes, Filtered, Stats));
+  EXPECT_EQ(W.SkippedPayloadBytes, 5000u + varint(5000).size());
+  EXPECT_EQ(W.SkippedPayloadBytes, Stats.SkippedPayloadBytes);
+  std::string IR = viaWire(Bytes, /*Strict=*/true);
+  EXPECT_EQ(IR, viaProtobuf(Bytes));
+  EXPECT_NE(IR.find("Constant"), std::string::npos) << IR;
+  // A node's malformed attribute fails the model's decode, not a later read.
+  std::string Bad = fieldBytes(4, "Relu") + fieldBytes(5, fieldBytes(1, "a") + varint((9u << 3) | 3));
+  EXPECT_FALSE(wire::decodeModel(model(graph(fieldBytes(1, Bad))), W));
+  EXPECT_FALSE(wire::decodeNode(fieldBytes(5, fieldBytes(1, "a") + varint((9u << 3) | 3)), N, W.Opts));
+}
+
 TEST(OnnxWire, StrictModeLeavesTheRestToProtobuf) {
   std::string Base = model(graph());
   wire::Model W;
