@@ -11,6 +11,7 @@
 #include "analyzer/DType.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMapEntry.h"
 #include "llvm/ADT/StringRef.h"
@@ -406,6 +407,47 @@ private:
   std::vector<T> Own;
   llvm::DenseMap<const Value *, T> Other;
   T Default;
+};
+
+/// A set of values, kept as ValueMap keeps its entries: a bit per value of
+/// one graph (by Value::Id), a hash set for the others. Unbound (default
+/// constructed), every value goes to the hash set. A million values take
+/// 125 KB, where a hash set of their pointers took 32 MB and missed the
+/// cache at every query.
+class ValueSet {
+public:
+  ValueSet() = default;
+  explicit ValueSet(const Graph &G) : G(&G), Own(G.Values.size()) {}
+  /// Adds V; true when it was not there.
+  bool insert(const Value *V) {
+    if (G && G->owns(V)) {
+      if (Own[V->Id])
+        return false;
+      Own[V->Id] = true;
+      ++NumOwn;
+      return true;
+    }
+    return Other.insert(V).second;
+  }
+  size_t count(const Value *V) const {
+    return G && G->owns(V) ? size_t(Own[V->Id]) : Other.count(V);
+  }
+  size_t size() const { return NumOwn + Other.size(); }
+  /// Calls F(V) for each value: the graph's by Id, then the others (in no
+  /// order: what F does must not depend on it).
+  template <typename Fn> void forEach(Fn F) const {
+    for (size_t I = 0; NumOwn && I < Own.size(); ++I)
+      if (Own[I])
+        F(static_cast<const Value *>(G->Values[I]));
+    for (const Value *V : Other)
+      F(V);
+  }
+
+private:
+  const Graph *G = nullptr;
+  std::vector<bool> Own;
+  size_t NumOwn = 0;
+  llvm::DenseSet<const Value *> Other;
 };
 
 /// A model-local function (FunctionProto): its body is kept as a graph whose

@@ -30,7 +30,8 @@ namespace {
 class CostWalker {
 public:
   CostWalker(const Model &M, const Config &Cfg, CostResult &R)
-      : M(M), Cfg(Cfg), R(R) {
+      : M(M), Cfg(Cfg), R(R), NeedsGrad(*M.Main), Trainable(*M.Main) {
+    R.Constants = ValueSet(*M.Main);
     FloatBytes = floatBytes(Cfg);
   }
 
@@ -44,8 +45,8 @@ private:
   const Config &Cfg;
   CostResult &R;
   std::optional<double> FloatBytes;
-  llvm::DenseSet<const Value *> NeedsGrad;
-  llvm::DenseSet<const Value *> Trainable;
+  ValueSet NeedsGrad;
+  ValueSet Trainable;
   std::map<std::string, size_t> Unmodeled;
 
   bool differentiable(const Node &N, unsigned I) const {
@@ -80,10 +81,10 @@ void CostWalker::markTrainable(const Graph &G) {
   for (const Value *V : G.Inputs)
     if (llvm::is_contained(Cfg.TrainableInputs, V->Name) && isFloatingPoint(V->Elem))
       Trainable.insert(V);
-  for (const Value *V : Trainable) {
+  Trainable.forEach([&](const Value *V) {
     NeedsGrad.insert(V);
     R.TrainableParams += V->numElements().value_or(0);
-  }
+  });
   // Frozen parameters: floating-point initializers not trained (integer
   // shapes and axes are not parameters).
   auto CountFrozen = [&](const Graph &Gr) {
@@ -154,7 +155,7 @@ void CostWalker::seedBodies(const Node &N) {
       propagate(*Sub);
       bool Changed = false;
       for (auto &[In, Out] : Carried)
-        if (NeedsGrad.count(Out) && mayCarryGrad(In) && NeedsGrad.insert(In).second)
+        if (NeedsGrad.count(Out) && mayCarryGrad(In) && NeedsGrad.insert(In))
           Changed = true;
       if (!Changed)
         break;

@@ -109,14 +109,14 @@ struct CostResult {
   double TrainableParams = 0;  ///< elements of trainable initializers
   double FrozenInitElements = 0;
   /// Tensors that carry a gradient (trainable parameters and what they reach).
-  llvm::DenseSet<const Value *> NeedsGrad;
-  llvm::DenseSet<const Value *> Trainable;
+  ValueSet NeedsGrad;
+  ValueSet Trainable;
   /// Values that are the same every step: outputs of nodes without inputs
   /// (Constant, RandomNormal, ...), of Shape and Size (ridge's shapes are
   /// static), and of nodes all of whose inputs are such values or frozen
   /// initializers (ConstantOfShape(Shape(x)), Cast of a Constant, ...).
   /// What a trainable parameter or a graph input reaches is not constant.
-  llvm::DenseSet<const Value *> Constants;
+  ValueSet Constants;
 
   /// A saved tensor is an activation unless it is an initializer (a
   /// parameter) or a constant computed from constants only.

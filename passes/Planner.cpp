@@ -566,8 +566,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   // reader, or NotParam; Unread until it has one.)
   constexpr uint32_t NotParam = UINT32_MAX, Unread = UINT32_MAX - 1;
   ValueMap<uint32_t> FirstReader(G, NotParam);
-  for (const Value *V : C1.Trainable)
-    FirstReader[V] = Unread;
+  C1.Trainable.forEach([&](const Value *V) { FirstReader[V] = Unread; });
   llvm::MapVector<const Value *, std::vector<uint32_t>> LaterReaders;
   PosParams.assign(N, 0);
   for (size_t P = 0; P < N; ++P)

@@ -30,7 +30,7 @@ using State = ShardState;
 
 class Propagator {
 public:
-  Propagator(const Graph &G, unsigned T, bool SP, const llvm::DenseSet<const Value *> &NG,
+  Propagator(const Graph &G, unsigned T, bool SP, const ValueSet &NG,
              ShardingResult &R)
       : G(G), T(T), SP(SP), NeedsGrad(NG), R(R), States(G) {}
 
@@ -40,7 +40,7 @@ private:
   const Graph &G;
   unsigned T;
   bool SP;
-  const llvm::DenseSet<const Value *> &NeedsGrad;
+  const ValueSet &NeedsGrad;
   ShardingResult &R;
   ValueMap<State> States; ///< R when not set
 
@@ -417,7 +417,7 @@ void Propagator::run() {
 } // namespace
 
 ShardingResult ridge::propagateSharding(const Graph &G, unsigned Degree, bool SequenceParallel,
-                                        const llvm::DenseSet<const Value *> &NeedsGrad) {
+                                        const ValueSet &NeedsGrad) {
   ShardingResult R;
   R.Degree = Degree;
   R.SequenceParallel = SequenceParallel;

@@ -73,7 +73,7 @@ struct ShardingResult {
 /// which tensors carry gradients (backward collectives are only needed for
 /// those).
 ShardingResult propagateSharding(const Graph &G, unsigned Degree, bool SequenceParallel,
-                                 const llvm::DenseSet<const Value *> &NeedsGrad);
+                                 const ValueSet &NeedsGrad);
 
 } // namespace ridge
 
