@@ -164,3 +164,32 @@ TEST(Graph, ValueMapOwnAndOtherValues) {
   ++M[Z];
   EXPECT_EQ(M.lookup(Z), 0);
 }
+
+// ValueSet: the same split; an unbound set keeps every value in its hash set.
+TEST(Graph, ValueSetOwnAndOtherValues) {
+  Graph Outer, Inner;
+  Inner.Parent = &Outer;
+  Value *X = Outer.addValue("x", ValueKind::GraphInput);
+  Value *Y = Inner.addValue("y", ValueKind::Intermediate);
+  Value *Z = Inner.addValue("z", ValueKind::Intermediate);
+  ASSERT_EQ(X->Id, Y->Id);
+  for (bool Bound : {true, false}) {
+    ValueSet S = Bound ? ValueSet(Inner) : ValueSet();
+    EXPECT_TRUE(S.insert(Z));
+    EXPECT_FALSE(S.insert(Z));
+    EXPECT_TRUE(S.insert(X));
+    EXPECT_EQ(S.count(X), 1u);
+    EXPECT_EQ(S.count(Y), 0u); // X's id, another graph
+    EXPECT_EQ(S.count(Z), 1u);
+    EXPECT_EQ(S.size(), 2u);
+    std::vector<const Value *> Seen;
+    S.forEach([&](const Value *V) { Seen.push_back(V); });
+    std::sort(Seen.begin(), Seen.end());
+    std::vector<const Value *> Expect = {X, Z};
+    std::sort(Expect.begin(), Expect.end());
+    EXPECT_EQ(Seen, Expect);
+    ValueSet Copy = S;
+    EXPECT_TRUE(Copy.insert(Y));
+    EXPECT_EQ(S.count(Y), 0u);
+  }
+}
