@@ -7,7 +7,9 @@ onnx.shape_inference.infer_shapes, what the Python profilers do first), each
 under /usr/bin/time: ridge's cases round-robin, best of --repeat rounds; the
 peer best of 3 (1 for the 1M-node graph, 12 s a run). Prints a Markdown
 table: case, ridge time, peer time, ratio, ridge peak RSS, file size; then
-the 1M/100k growth ratios and what fresh memory costs on the machine.
+the 1M/100k growth ratios (as in the table, and again with each timed run
+right after an untimed one of the same case, best of 3) and what fresh
+memory costs on the machine.
 
   /usr/bin/python3 bench/run_bench.py [--repeat 5] [--skip-1m] [--no-build]
 """
@@ -44,6 +46,18 @@ def summarize(runs):
 
 def best(cmd, n):
     return summarize([timed(cmd) for _ in range(n)])
+
+
+def after_itself(cmd, n):
+    """summarize() of n timed runs, each right after an untimed run of the
+    same command: the memory it asks the kernel for is then what that run
+    freed a moment before, not pages the VM's host must supply again (which
+    a run finds after a smaller or a different case)."""
+    runs = []
+    for _ in range(n):
+        timed(cmd)
+        runs.append(timed(cmd))
+    return summarize(runs)
 
 
 FRESH = """
@@ -123,7 +137,9 @@ def main():
         ratio = f"{peer / t:.0f}x" if peer else "-"
         print(f"| {name} | {t:.3f} | {'-' if peer is None else f'{peer:.3f}'} | {ratio} | "
               f"{rss / 1e6:.1f} | {os.path.getsize(path) / 1e6:.1f} |", flush=True)
-    # Linear growth: the 1M-node case against the 100k-node one (target 12x).
+    # Linear growth: the 1M-node case against the 100k-node one (target 12x),
+    # as in the table (round-robin), then with each run after one of its own.
+    commands = {name: cmd for name, _, cmd in cases}
     for what in ("analyze", "plan, 64 devices"):
         big = times.get(f"synthetic 1,000,000 nodes: {what}")
         small = times.get(f"synthetic 100,000 nodes: {what}")
@@ -131,6 +147,11 @@ def main():
             print(f"\n1M / 100k nodes, {what}: {big[0] / small[0]:.1f}x wall, "
                   f"{big[1] / small[1]:.1f}x user time; system time {big[2]:.2f} s against "
                   f"{small[2]:.2f} s", flush=True)
+            big = after_itself(commands[f"synthetic 1,000,000 nodes: {what}"], 3)
+            small = after_itself(commands[f"synthetic 100,000 nodes: {what}"], 3)
+            print(f"  each run right after one of the same case: {big[0] / small[0]:.1f}x wall "
+                  f"({big[0]:.3f} s against {small[0]:.3f} s), {big[1] / small[1]:.1f}x user "
+                  f"time; system time {big[2]:.2f} s against {small[2]:.2f} s", flush=True)
     # What fresh memory costs here, in the same run (it varies between runs
     # on a VM whose host supplies memory on first touch).
     print(f"\nfresh memory on this machine: {fresh_memory_cost('4k'):.2f} ms/MiB on 4 KiB pages, "
