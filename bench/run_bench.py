@@ -150,8 +150,8 @@ def main():
             big = after_itself(commands[f"synthetic 1,000,000 nodes: {what}"], 3)
             small = after_itself(commands[f"synthetic 100,000 nodes: {what}"], 3)
             print(f"  each run right after one of the same case: {big[0] / small[0]:.1f}x wall "
-                  f"({big[0]:.3f} s against {small[0]:.3f} s), {big[1] / small[1]:.1f}x user "
-                  f"time; system time {big[2]:.2f} s against {small[2]:.2f} s", flush=True)
+                  f"({big[0]:.3f} s against {small[0]:.3f} s), {big[2] / small[2]:.1f}x user "
+                  f"time; system time {big[3]:.2f} s against {small[3]:.2f} s", flush=True)
     # What fresh memory costs here, in the same run (it varies between runs
     # on a VM whose host supplies memory on first touch).
     print(f"\nfresh memory on this machine: {fresh_memory_cost('4k'):.2f} ms/MiB on 4 KiB pages, "
