@@ -4,6 +4,7 @@
 #include "passes/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <map>
+#include <optional>
 
 using namespace ridge;
 
@@ -30,15 +31,32 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
   const Device &D = *RL->Dev;
   FusionResult R;
 
+  // Each node's row in C: by index for the main graph's nodes (a hash map
+  // of a million node pointers missed the cache at every query), hashed
+  // for the rest (subgraphs).
+  const Graph &Main = *M.Main;
+  std::vector<size_t> MainRow(Main.Nodes.size(), SIZE_MAX);
+  llvm::DenseMap<const Node *, size_t> OtherRow;
+  for (size_t I = 0; I < C->Nodes.size(); ++I) {
+    const Node *N = C->Nodes[I].N;
+    if (N->Parent == &Main)
+      MainRow[N->Index] = I;
+    else
+      OtherRow[N] = I;
+  }
+  auto RowOf = [&](const Node *N) -> std::optional<size_t> {
+    if (N->Parent == &Main)
+      return MainRow[N->Index] == SIZE_MAX ? std::nullopt : std::optional(MainRow[N->Index]);
+    auto It = OtherRow.find(N);
+    return It == OtherRow.end() ? std::nullopt : std::optional(It->second);
+  };
   // Union into the producer's group: Group[i] is the group id of node i.
-  llvm::DenseMap<const Node *, size_t> IndexOf;
-  for (size_t I = 0; I < C->Nodes.size(); ++I)
-    IndexOf[C->Nodes[I].N] = I;
   std::vector<size_t> Group(C->Nodes.size());
   for (size_t I = 0; I < Group.size(); ++I)
     Group[I] = I;
-  // Interior tensors: written by one member, read only by another.
-  std::vector<std::vector<const Value *>> Interior(C->Nodes.size());
+  // Interior tensors: written by one member, read only by another (the
+  // one that joined its producer's group through it; at most one a node).
+  std::vector<const Value *> Interior(C->Nodes.size(), nullptr);
   for (size_t I = 0; I < C->Nodes.size(); ++I) {
     const NodeCost &NC = C->Nodes[I];
     if (!NC.Modeled || !joinsProducer(*NC.N))
@@ -47,18 +65,18 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
       if (!In || !In->Producer || In->IsGraphOutput || In->Users.size() != 1 ||
           In->Producer->Parent != NC.N->Parent)
         continue;
-      auto P = IndexOf.find(In->Producer);
-      if (P == IndexOf.end() || !C->Nodes[P->second].Modeled)
+      std::optional<size_t> P = RowOf(In->Producer);
+      if (!P || !C->Nodes[*P].Modeled)
         continue;
       const Node &Prod = *In->Producer;
       const OpRule *PR = findOpRule(Prod.Domain, Prod.OpType);
       if (!PR || Prod.OpType == "If" || Prod.OpType == "Loop" || Prod.OpType == "Scan")
         continue;
-      Group[I] = Group[P->second];
+      Group[I] = Group[*P];
       // A view aliases its input and reads nothing: the tensor is saved only
       // when a real consumer of the view's output joins the group too.
       if (opClass(*findOpRule(NC.N->Domain, NC.N->OpType)) != OpClass::View)
-        Interior[Group[I]].push_back(In);
+        Interior[I] = In;
       break; // one producer edge per op: a chain, as loop fusion builds
     }
   }
@@ -84,7 +102,10 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
   }
   for (size_t K = 0; K < ById.size(); ++K) {
     FusionGroup &G = ById[K];
-    for (const Value *V : Interior[Ids[K]]) {
+    for (size_t I : G.Members) { // in order: as the group's tensors joined
+      const Value *V = Interior[I];
+      if (!V)
+        continue;
       double B = valueBytes(V, floatBytes(Cfg));
       G.Fwd.Bytes -= 2 * B;
       if (G.NeedsBackward)
