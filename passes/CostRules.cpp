@@ -9,7 +9,9 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
 
 using namespace ridge;
 
@@ -1414,8 +1416,20 @@ const OpRule Rules[] = {
 } // namespace
 
 const OpRule *ridge::findOpRule(llvm::StringRef Domain, llvm::StringRef OpType) {
-  // Domain, then op type: no key is built per lookup (this runs several
-  // times per node).
+  // This runs several times a node. The rules found last are cached on
+  // each thread by the op type's address: the importer interns op types,
+  // so a graph's nodes of one type share it, and a hit costs two short
+  // compares with the rule's own names (which also make a stale address,
+  // reused by another string, a miss) instead of hashing two strings.
+  struct Entry {
+    const char *Key = nullptr;
+    const OpRule *Rule = nullptr;
+  };
+  thread_local std::array<Entry, 64> Cache;
+  Entry &E = Cache[(reinterpret_cast<uintptr_t>(OpType.data()) >> 4) % Cache.size()];
+  if (E.Key == OpType.data() && E.Rule && OpType == E.Rule->Name && Domain == E.Rule->Domain)
+    return E.Rule;
+  // Domain, then op type: no key is built per lookup.
   static const llvm::StringMap<llvm::StringMap<const OpRule *>> Index = [] {
     llvm::StringMap<llvm::StringMap<const OpRule *>> M;
     for (const OpRule &R : Rules)
@@ -1426,12 +1440,16 @@ const OpRule *ridge::findOpRule(llvm::StringRef Domain, llvm::StringRef OpType) 
   if (D == Index.end())
     return nullptr;
   auto It = D->second.find(OpType);
-  return It == D->second.end() ? nullptr : It->second;
+  if (It == D->second.end())
+    return nullptr;
+  E = {OpType.data(), It->second};
+  return It->second;
 }
 
 llvm::ArrayRef<OpRule> ridge::allOpRules() { return Rules; }
 
-OpClass ridge::opClass(const OpRule &Rule) {
+namespace {
+OpClass classify(const OpRule &Rule) {
   CostRuleFn F = Rule.Fn;
   // Families of the table: the templated unary/binary rows are element-wise.
 #define RIDGE_UNARY(D, Op, Fl, T, BF, BT, S)                                   \
@@ -1455,6 +1473,21 @@ OpClass ridge::opClass(const OpRule &Rule) {
     if (F == X)
       return OpClass::Matrix;
   return OpClass::Other;
+}
+} // namespace
+
+OpClass ridge::opClass(const OpRule &Rule) {
+  // Classified once per row of the table, not per query.
+  static const std::vector<OpClass> Classes = [] {
+    std::vector<OpClass> C;
+    for (const OpRule &R : Rules)
+      C.push_back(classify(R));
+    return C;
+  }();
+  std::less<const OpRule *> Before;
+  if (Before(&Rule, std::begin(Rules)) || !Before(&Rule, std::end(Rules)))
+    return classify(Rule); // not a row of the table
+  return Classes[size_t(&Rule - std::begin(Rules))];
 }
 
 void ridge::applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out) {

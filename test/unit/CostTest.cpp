@@ -32,6 +32,26 @@ TEST(OpTable, EveryRowIsUniqueAndFindable) {
   EXPECT_EQ(findOpRule("", "Reshape")->NonDiffInputs, 0x2u);
 }
 
+// findOpRule caches rules by the op type's address: a string reused at the
+// same address with other contents (or another domain) is looked up again.
+TEST(OpTable, LookupCacheChecksWhatTheAddressHolds) {
+  std::string Op = "Relu";
+  const OpRule *Relu = findOpRule("", Op);
+  ASSERT_NE(Relu, nullptr);
+  EXPECT_EQ(findOpRule("", Op), Relu); // a hit
+  Op.replace(0, 4, "Tanh");
+  const OpRule *Tanh = findOpRule("", Op);
+  ASSERT_NE(Tanh, nullptr);
+  EXPECT_STREQ(Tanh->Name, "Tanh");
+  EXPECT_EQ(findOpRule("com.microsoft", Op), nullptr);
+  Op.replace(0, 4, "Nope");
+  EXPECT_EQ(findOpRule("", Op), nullptr);
+  // Classes are the table's rows' (tabled once).
+  EXPECT_EQ(opClass(*Tanh), OpClass::ElementWise);
+  EXPECT_EQ(opClass(*findOpRule("", "MatMul")), OpClass::Matrix);
+  EXPECT_EQ(opClass(*findOpRule("", "LayerNormalization")), OpClass::Normalization);
+}
+
 TEST(OpTable, ClipBoundsAreNotDifferentiable) {
   // Clip(x, min, max): only x carries a gradient; Clip stays element-wise
   // (fusable) though it has its own handler.
