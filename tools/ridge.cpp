@@ -462,7 +462,7 @@ int main(int argc, char **argv) {
   if (!Src)
     return fail(Src.takeError());
   // This pipeline runs on one thread and keeps what it allocates, over a
-  // kilobyte a node from here (analyze: 1.2 GB for the 1M-node synthetic
+  // kilobyte a node from here (analyze: 1.1 GB for the 1M-node synthetic
   // graph); the other core faults in the first 768 bytes a node of it.
   prefaultHeapAhead(768ull * (*Src)->numNodes());
   auto M = (*Src)->load(LO, Diags);

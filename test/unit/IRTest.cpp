@@ -145,16 +145,25 @@ TEST(Graph, NameIndexHashCollision) {
   EXPECT_EQ(G.lookupLocal("c101558"), B);
 }
 
+/// Inner nested in Outer; X (Outer's) and Y (Inner's) share id 0.
+struct NestedGraphs {
+  Graph Outer, Inner;
+  Value *X, *Y, *Z;
+  NestedGraphs() {
+    Inner.Parent = &Outer;
+    X = Outer.addValue("x", ValueKind::GraphInput);
+    Y = Inner.addValue("y", ValueKind::Intermediate);
+    Z = Inner.addValue("z", ValueKind::Intermediate);
+  }
+};
+
 // ValueMap: the graph's own values and another graph's are kept apart
 // (their ids may coincide), absent values read as the default.
 TEST(Graph, ValueMapOwnAndOtherValues) {
-  Graph Outer, Inner;
-  Inner.Parent = &Outer;
-  Value *X = Outer.addValue("x", ValueKind::GraphInput);
-  Value *Y = Inner.addValue("y", ValueKind::Intermediate);
-  Value *Z = Inner.addValue("z", ValueKind::Intermediate);
+  NestedGraphs NG;
+  Value *X = NG.X, *Y = NG.Y, *Z = NG.Z;
   ASSERT_EQ(X->Id, Y->Id); // both first in their graph
-  ValueMap<int> M(Inner, -1);
+  ValueMap<int> M(NG.Inner, -1);
   EXPECT_EQ(M.lookup(Y), -1);
   M[Y] = 7;
   M[X] = 3;
@@ -167,14 +176,11 @@ TEST(Graph, ValueMapOwnAndOtherValues) {
 
 // ValueSet: the same split; an unbound set keeps every value in its hash set.
 TEST(Graph, ValueSetOwnAndOtherValues) {
-  Graph Outer, Inner;
-  Inner.Parent = &Outer;
-  Value *X = Outer.addValue("x", ValueKind::GraphInput);
-  Value *Y = Inner.addValue("y", ValueKind::Intermediate);
-  Value *Z = Inner.addValue("z", ValueKind::Intermediate);
+  NestedGraphs NG;
+  Value *X = NG.X, *Y = NG.Y, *Z = NG.Z;
   ASSERT_EQ(X->Id, Y->Id);
   for (bool Bound : {true, false}) {
-    ValueSet S = Bound ? ValueSet(Inner) : ValueSet();
+    ValueSet S = Bound ? ValueSet(NG.Inner) : ValueSet();
     EXPECT_TRUE(S.insert(Z));
     EXPECT_FALSE(S.insert(Z));
     EXPECT_TRUE(S.insert(X));
