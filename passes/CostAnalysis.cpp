@@ -314,20 +314,27 @@ void CostWalker::finish() {
   // Saved activations: each distinct tensor once (Relu's output is also the
   // next MatMul's input); initializers (parameters) and constants (Constant
   // outputs and what folds from them) excluded.
-  llvm::DenseMap<const Value *, double> Distinct;
+  // By value (a ValueMap, not a hash map of a million pointers), summed in
+  // the order first saved.
+  ValueMap<double> Mult(*M.Main, -1);
+  std::vector<const Value *> Distinct;
   for (const NodeCost &NC : R.Nodes) {
     R.SavedActivationBytes += NC.SavedBytes * NC.Multiplier;
     for (const Value *V : NC.Saved)
       if (R.isActivation(V)) {
-        double &Mult = Distinct[V];
-        Mult = std::max(Mult, NC.Multiplier);
+        double &X = Mult[V];
+        if (X < 0) {
+          Distinct.push_back(V);
+          X = 0;
+        }
+        X = std::max(X, NC.Multiplier);
       }
   }
-  for (const auto &[V, Mult] : Distinct)
-    R.SavedActivationBytes += valueBytes(V, FloatBytes) * Mult;
+  for (const Value *V : Distinct)
+    R.SavedActivationBytes += valueBytes(V, FloatBytes) * Mult[V];
   for (const auto &[What, Count] : Unmodeled)
     R.UnmodeledOps.emplace_back(What, Count);
-  // The walker ends here: its sets move (a million-value graph's are 24 MB).
+  // The walker ends here: its sets move.
   R.NeedsGrad = std::move(NeedsGrad);
   R.Trainable = std::move(Trainable);
   std::sort(R.UnmodeledOps.begin(), R.UnmodeledOps.end(), [](auto &A, auto &B) {
