@@ -13,7 +13,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 using namespace ridge;
 using llvm::formatv;
@@ -39,12 +41,17 @@ std::string configName(const PlanConfig &C) {
 }
 
 /// Amdahl from a measured (predicted) speedup S on N devices:
-/// 1/S = (1 - p) + p/N  =>  1 - p = (1/S - 1/N) / (1 - 1/N).
-double serialFraction(double Speedup, unsigned N) {
+/// 1/S = (1 - p) + p/N  =>  1 - p = (1/S - 1/N) / (1 - 1/N), in [0, 1].
+/// None when S < 1: Amdahl's speedup is at least 1 for any p, so a split
+/// slower than one device (what it adds, communication and per-device
+/// overheads, outweighs the work it divides) has no serial fraction.
+std::optional<double> serialFraction(double Speedup, unsigned N) {
   if (N <= 1)
-    return 0;
+    return 0.0;
+  if (Speedup < 1)
+    return std::nullopt;
   double F = (1.0 / Speedup - 1.0 / N) / (1.0 - 1.0 / N);
-  return std::max(0.0, F);
+  return std::clamp(F, 0.0, 1.0);
 }
 
 void printBreakdown(const PlanEval &E, llvm::raw_ostream &OS, const char *Indent) {
@@ -115,11 +122,19 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
                   recomputeName(W.C.Recomp), ms(W.RecomputeSeconds));
   double Speedup = R.SingleDevice.StepSeconds / W.StepSeconds;
   unsigned N = R.Opts.Devices;
-  double Serial = serialFraction(Speedup, N);
+  std::optional<double> Serial = serialFraction(Speedup, N);
+  if (!Serial) {
+    OS << formatv("  - Amdahl: speedup {0:F2}x on {1} devices is below 1: the split adds "
+                  "more time than it divides, which no serial fraction gives (Amdahl's "
+                  "speedup is at least 1); fewer devices are faster here (--scaling lists "
+                  "the best configuration of each count).\n",
+                  Speedup, N);
+    return;
+  }
   OS << formatv("  - Amdahl: speedup {0:F1}x on {1} devices (efficiency {2:P1}) implies a "
                 "serial fraction 1-p = {3:F4}; bound 1/(1-p) = {4}.\n",
-                Speedup, N, Speedup / N, Serial,
-                Serial > 0 ? formatv("{0:F1}x", 1.0 / Serial).str() : std::string("none"));
+                Speedup, N, Speedup / N, *Serial,
+                *Serial > 0 ? formatv("{0:F1}x", 1.0 / *Serial).str() : std::string("none"));
 }
 
 llvm::json::Object evalJson(const PlanEval &E) {
@@ -261,11 +276,11 @@ void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream 
     if (R.Fixed)
       Doc["fixed"] = evalJson(*R.Fixed);
     if (Shown) {
-      double Serial = serialFraction(Speedup, R.Opts.Devices);
+      std::optional<double> Serial = serialFraction(Speedup, R.Opts.Devices);
       Doc["speedup"] = Speedup;
       Doc["efficiency"] = Speedup / R.Opts.Devices;
-      Doc["serial_fraction"] = Serial;
-      Doc["amdahl_bound"] = Serial > 0 ? llvm::json::Value(1.0 / Serial) : nullptr;
+      Doc["serial_fraction"] = Serial ? llvm::json::Value(*Serial) : nullptr;
+      Doc["amdahl_bound"] = Serial && *Serial > 0 ? llvm::json::Value(1.0 / *Serial) : nullptr;
     }
     OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
     return;
@@ -361,7 +376,7 @@ llvm::Error ridge::writeScalingSvg(const PlanResult &R, llvm::StringRef Path) {
   auto X = [&](double N) { return L + (W - L - Rm) * std::log2(N) / std::max(1.0, std::log2(MaxN)); };
   auto Y = [&](double S) { return H - B - (H - B - T) * S / MaxS; };
   double LastSpeedup = R.SingleDevice.StepSeconds / R.Scaling.back().second.StepSeconds;
-  double Serial = MaxN > 1 ? std::max(0.0, (1.0 / LastSpeedup - 1.0 / MaxN) / (1.0 - 1.0 / MaxN)) : 0;
+  std::optional<double> Serial = serialFraction(LastSpeedup, unsigned(MaxN));
   std::string Svg;
   llvm::raw_string_ostream OS(Svg);
   OS << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -393,10 +408,13 @@ llvm::Error ridge::writeScalingSvg(const PlanResult &R, llvm::StringRef Path) {
   for (auto &[N, E] : R.Scaling)
     OS << formatv("{0:F1},{1:F1} ", X(N), Y(N));
   OS << "\"/>\n";
-  OS << "<polyline fill=\"none\" stroke=\"#d62728\" stroke-dasharray=\"2 2\" points=\"";
-  for (auto &[N, E] : R.Scaling)
-    OS << formatv("{0:F1},{1:F1} ", X(N), Y(amdahlSpeedup(1 - Serial, N)));
-  OS << "\"/>\n<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"";
+  if (Serial) {
+    OS << "<polyline fill=\"none\" stroke=\"#d62728\" stroke-dasharray=\"2 2\" points=\"";
+    for (auto &[N, E] : R.Scaling)
+      OS << formatv("{0:F1},{1:F1} ", X(N), Y(amdahlSpeedup(1 - *Serial, N)));
+    OS << "\"/>\n";
+  }
+  OS << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"";
   for (auto &[N, E] : R.Scaling)
     OS << formatv("{0:F1},{1:F1} ", X(N), Y(R.SingleDevice.StepSeconds / E.StepSeconds));
   OS << "\"/>\n";
@@ -410,10 +428,15 @@ llvm::Error ridge::writeScalingSvg(const PlanResult &R, llvm::StringRef Path) {
                 "per device count)</text>\n",
                 L + 10, T + 15);
   OS << formatv("<text x=\"{0}\" y=\"{1}\" fill=\"gray\">linear</text>\n", L + 10, T + 30);
-  OS << formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#d62728\">Amdahl, serial fraction {2:F4} "
-                "(bound {3})</text>\n",
-                L + 10, T + 45, Serial,
-                Serial > 0 ? formatv("{0:F1}x", 1.0 / Serial).str() : std::string("none"));
+  if (Serial)
+    OS << formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#d62728\">Amdahl, serial fraction {2:F4} "
+                  "(bound {3})</text>\n",
+                  L + 10, T + 45, *Serial,
+                  *Serial > 0 ? formatv("{0:F1}x", 1.0 / *Serial).str() : std::string("none"));
+  else
+    OS << formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#d62728\">Amdahl: no serial fraction "
+                  "(speedup {2:F2}x, below 1, on {3} devices)</text>\n",
+                  L + 10, T + 45, LastSpeedup, unsigned(MaxN));
   OS << "</svg>\n";
   OS.flush();
   std::error_code EC;
