@@ -272,7 +272,8 @@ void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream 
         {"single_device", evalJson(R.SingleDevice)},
         {"top", std::move(Top)},
         {"weight_splits", std::move(Splits)},
-        {"scaling", std::move(Scaling)}};
+        {"scaling", std::move(Scaling)},
+        {"warnings", llvm::json::Array(R.Warnings)}};
     if (R.Fixed)
       Doc["fixed"] = evalJson(*R.Fixed);
     if (Shown) {

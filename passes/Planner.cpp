@@ -1,6 +1,7 @@
 //===- Planner.cpp - Recommend a parallel strategy for N devices ----------===//
 #include "passes/Planner.h"
 #include "passes/CostModel.h"
+#include "passes/Format.h"
 #include "passes/Roofline.h"
 #include "passes/TrainingStep.h"
 #include "llvm/ADT/MapVector.h"
@@ -237,6 +238,7 @@ private:
   const Config &Cfg;
   const PlanOptions &Opts;
   DiagnosticEngine &Diags;
+  void warnSuperlinear(std::optional<double> FloatBytes);
   const Device &Dev;
   std::unique_ptr<Model> M1;
   /// Byte size of each main-graph value at micro-batch 2, by Value::Id (the
@@ -398,6 +400,37 @@ std::vector<double> liveBytes(const Graph &G, std::optional<double> FloatBytes) 
     Live[P] = Acc;
   }
   return Live;
+}
+
+/// The plan fits every quantity as affine in the micro-batch b from b = 1
+/// and 2, which holds when every tensor's size is: a tensor with two dims
+/// that grow with b (a contrastive loss's similarities [B, B]) has b^2
+/// elements, and what reads or writes it costs more at larger micro-batches
+/// than the fit says. Such a tensor has more than twice its bytes at b = 2
+/// (an affine size a + k b with a, k >= 0 has at most twice). Costs
+/// themselves cannot tell: a bias gradient sums B rows with B - 1
+/// additions, affine but 0 at b = 1. Main-graph tensors, counted, the first
+/// named.
+void Planner::warnSuperlinear(std::optional<double> FloatBytes) {
+  size_t Count = 0;
+  const Value *First = nullptr;
+  for (const Value &V : M1->Main->Values) {
+    double At1 = valueBytes(&V, FloatBytes), At2 = Bytes2[V.Id];
+    if (At1 > 0 && At2 > 2 * At1 * (1 + 1e-9) && !Count++)
+      First = &V;
+  }
+  if (!Count)
+    return;
+  std::string Where =
+      First->Producer ? formatv(", output of '{0}'", First->Producer->Name).str() : "";
+  Diags.warn(M1->Path,
+             formatv("{0} tensor(s) grow faster than the micro-batch, the first '{1}' ({2} at "
+                     "micro-batch 1{3}): {4}x as large at micro-batch 2. The plan fits every "
+                     "cost as affine in the micro-batch from those two, so what reads or "
+                     "writes such a tensor (a batch-by-batch product, as in a contrastive "
+                     "loss) is under-counted at larger micro-batches",
+                     Count, First->Name, First->typeStr(), Where,
+                     exactNumber(Bytes2[First->Id] / valueBytes(First, FloatBytes))));
 }
 
 llvm::Error Planner::prepare(const BatchLoader &Load) {
@@ -605,6 +638,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   for (size_t P = 0; P <= N; ++P)
     LiveBytes[P] = Affine::fit(Live[0][P], Live[1][P]);
   InputBytes = Affine::fit(Sides[0].In, Sides[1].In);
+  warnSuperlinear(FloatBytes);
 
   // Compact per-position data for the search. Positions with equal costs,
   // type and backward flag take equal times at every micro-batch and split:
@@ -1778,6 +1812,7 @@ llvm::Expected<PlanResult> Planner::search() {
   // for, on M1's graph: the models move to the result, which outlives the
   // worker (joined when the planner ends).
   R.Models.push_back(std::move(M1));
+  R.Warnings = Diags.warnings();
   return R;
 }
 

@@ -107,6 +107,9 @@ struct PlanResult {
   /// Tensor-parallel splits the propagation chose at the winner's degree.
   std::vector<std::pair<std::string, std::string>> WeightSplits; ///< node, col|row|vocab
   double SearchSeconds = 0;
+  /// The load's and the planner's warnings, as the JSON output lists them
+  /// (the text output's are printed to stderr).
+  std::vector<std::string> Warnings;
   /// The graph planned (at micro-batch 1), handed to the caller, who
   /// decides when to free it (ridge exits without).
   std::vector<std::unique_ptr<Model>> Models;
