@@ -4,12 +4,14 @@
 Builds ridge in Release, generates the inputs it lacks, and for each case runs
 ridge and the Python peer (Debian's python3-onnx: onnx.load +
 onnx.shape_inference.infer_shapes, what the Python profilers do first), each
-under /usr/bin/time: ridge's cases round-robin, best of --repeat rounds; the
-peer best of 3 (1 for the 1M-node graph, 12 s a run). Prints a Markdown
-table: case, ridge time, peer time, ratio, ridge peak RSS, file size; then
-the 1M/100k growth ratios (as in the table, and again with each timed run
-right after an untimed one of the same case, best of 3) and what fresh
-memory costs on the machine.
+under /usr/bin/time. ridge's cases run round-robin, --repeat rounds, each
+case twice in a row per round; the table takes the best of the second runs
+(each right after a run of its own case, as the peer's timed runs are: the
+peer runs once untimed, then best of 3, 1 for the 1M-node graph at 12 s a
+run). Prints a Markdown table: case, ridge time, peer time, ratio, ridge
+peak RSS, file size; then the 1M/100k growth ratios, as in the table and
+again from the first runs (each right after the previous case), and what
+fresh memory costs on the machine.
 
   /usr/bin/python3 bench/run_bench.py [--repeat 5] [--skip-1m] [--no-build]
 """
@@ -45,19 +47,9 @@ def summarize(runs):
 
 
 def best(cmd, n):
+    """summarize() of n timed runs after an untimed one, all of cmd."""
+    timed(cmd)
     return summarize([timed(cmd) for _ in range(n)])
-
-
-def after_itself(cmd, n):
-    """summarize() of n timed runs, each right after an untimed run of the
-    same command: the memory it asks the kernel for is then what that run
-    freed a moment before, not pages the VM's host must supply again (which
-    a run finds after a smaller or a different case)."""
-    runs = []
-    for _ in range(n):
-        timed(cmd)
-        runs.append(timed(cmd))
-    return summarize(runs)
 
 
 FRESH = """
@@ -122,36 +114,42 @@ def main():
     # and 1M-node cases whose ratio is the growth target then run under the
     # same conditions (on a shared VM the whole machine slows down for
     # minutes at a time, and one case measured only inside such a stretch
-    # would skew the ratio).
-    runs = {name: [] for name, _, _ in cases}
+    # would skew the ratio). Each case runs twice in a row: the first run
+    # follows the previous case, the second a run of its own, which freed
+    # about the memory it needs a moment before. On a VM that hands freed
+    # memory back to its host (free page reporting), a run that needs more
+    # than the run before it freed waits for the host to supply the rest:
+    # the first runs measure that order (the 1M-node plan after the 1M-node
+    # analyze), the second runs the tool, under the conditions the peer's
+    # repeated runs have. The table takes the second runs.
+    after_prev = {name: [] for name, _, _ in cases}
+    after_self = {name: [] for name, _, _ in cases}
     for _ in range(a.repeat):
         for name, _, cmd in cases:
-            runs[name].append(timed(cmd))
+            after_prev[name].append(timed(cmd))
+            after_self[name].append(timed(cmd))
     print("| case | ridge (s) | peer: onnx.load + infer_shapes (s) | ratio | ridge peak RSS (MB) | file (MB) |")
     print("|---|---:|---:|---:|---:|---:|")
-    times = {}
     for name, path, cmd in cases:
-        t, rss, user, system = summarize(runs[name])
-        times[name] = (t, user, system)
+        t = summarize(after_self[name])[0]
+        rss = summarize(after_self[name] + after_prev[name])[1]
         peer = None if "plan" in name else best([PY, "-c", PEER, path], 1 if "1,000,000" in name else min(a.repeat, 3))[0]
         ratio = f"{peer / t:.0f}x" if peer else "-"
         print(f"| {name} | {t:.3f} | {'-' if peer is None else f'{peer:.3f}'} | {ratio} | "
               f"{rss / 1e6:.1f} | {os.path.getsize(path) / 1e6:.1f} |", flush=True)
     # Linear growth: the 1M-node case against the 100k-node one (target 12x),
-    # as in the table (round-robin), then with each run after one of its own.
-    commands = {name: cmd for name, _, cmd in cases}
+    # as in the table (each run after one of its own), then from the first
+    # runs (each after the previous case).
     for what in ("analyze", "plan, 64 devices"):
-        big = times.get(f"synthetic 1,000,000 nodes: {what}")
-        small = times.get(f"synthetic 100,000 nodes: {what}")
-        if big and small:
-            print(f"\n1M / 100k nodes, {what}: {big[0] / small[0]:.1f}x wall, "
-                  f"{big[1] / small[1]:.1f}x user time; system time {big[2]:.2f} s against "
-                  f"{small[2]:.2f} s", flush=True)
-            big = after_itself(commands[f"synthetic 1,000,000 nodes: {what}"], 3)
-            small = after_itself(commands[f"synthetic 100,000 nodes: {what}"], 3)
-            print(f"  each run right after one of the same case: {big[0] / small[0]:.1f}x wall "
-                  f"({big[0]:.3f} s against {small[0]:.3f} s), {big[2] / small[2]:.1f}x user "
-                  f"time; system time {big[3]:.2f} s against {small[3]:.2f} s", flush=True)
+        big, small = (f"synthetic {n} nodes: {what}" for n in ("1,000,000", "100,000"))
+        if big not in after_self or small not in after_self:
+            continue
+        for label, runs in (("", after_self), ("  each run right after the previous case: ", after_prev)):
+            b, _, bu, bs = summarize(runs[big])
+            s, _, su, ss = summarize(runs[small])
+            head = f"\n1M / 100k nodes, {what}: " if not label else label
+            print(f"{head}{b / s:.1f}x wall ({b:.3f} s against {s:.3f} s), {bu / su:.1f}x user "
+                  f"time; system time {bs:.2f} s against {ss:.2f} s", flush=True)
     # What fresh memory costs here, in the same run (it varies between runs
     # on a VM whose host supplies memory on first touch).
     print(f"\nfresh memory on this machine: {fresh_memory_cost('4k'):.2f} ms/MiB on 4 KiB pages, "
