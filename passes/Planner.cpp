@@ -451,6 +451,7 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
     std::vector<double> S, SS, Ck, Live;
     double In = 0;                  ///< graph input bytes
     size_t NumNodes = 0, NumValues = 0;
+    std::vector<bool> Modeled;      ///< micro-batch 2: each cost row's Modeled
   } Sides[2];
   // Micro-batch 2's thread costs its graph once both loads have returned:
   // the loader may free what they shared then (BatchLoader), and this
@@ -508,6 +509,9 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
       Bytes2.resize(X.NumValues);
       for (const Value &V : Main.Values)
         Bytes2[V.Id] = valueBytes(&V, FloatBytes);
+      X.Modeled.resize(X.C.Nodes.size());
+      for (size_t K = 0; K < X.C.Nodes.size(); ++K)
+        X.Modeled[K] = X.C.Nodes[K].Modeled;
       X.C = CostResult();
       X.Full = X.Sel = RecomputePlan();
       X.M.reset();
@@ -545,8 +549,28 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   if (E2)
     return E2;
   Phase.emplace(Opts.Timer, "plan: prepare the search");
-  if (Sides[0].NumNodes != Sides[1].NumNodes || Sides[0].NumValues != Sides[1].NumValues)
+  if (Sides[0].NumNodes != Sides[1].NumNodes || Sides[0].NumValues != Sides[1].NumValues ||
+      Sides[1].Modeled.size() != C1.Nodes.size())
     return fileError(M1->Path, "the graph changes with the batch size; cannot plan it");
+  // A node costed at one micro-batch is costed at the other, or its costs
+  // would be fitted to nothing. A batch size fixed in the model's own
+  // constants breaks this: an Add of a [1, 128, 512] input to a Reshape
+  // to [8, 128, 512] broadcasts at micro-batch 1 (and counts batch 8) and
+  // has no shape at 2.
+  size_t Differ = 0;
+  const NodeCost *FirstDiffer = nullptr;
+  for (size_t K = 0; K < C1.Nodes.size(); ++K)
+    if (C1.Nodes[K].Modeled != Sides[1].Modeled[K] && !Differ++)
+      FirstDiffer = &C1.Nodes[K];
+  if (Differ)
+    return fileError(
+        M1->Path,
+        formatv("{0} node(s) can be costed at only one of micro-batch 1 and 2, the first "
+                "'{1}' ({2}, at {3} only): the graph does not take every batch size (one "
+                "fixed in its own constants, such as a Reshape target, does this); cannot "
+                "plan it",
+                Differ, FirstDiffer->N->Name, FirstDiffer->N->qualifiedOpType(),
+                FirstDiffer->Modeled ? 1 : 2));
   std::vector<PhaseCost> F[2] = {std::move(Sides[0].F), std::move(Sides[1].F)};
   std::vector<PhaseCost> B[2] = {std::move(Sides[0].B), std::move(Sides[1].B)};
   std::vector<double> S[2] = {std::move(Sides[0].S), std::move(Sides[1].S)};
