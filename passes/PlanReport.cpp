@@ -40,6 +40,11 @@ std::string configName(const PlanConfig &C) {
   return S;
 }
 
+/// "7.5x"; below 1 with two decimals ("0.98x", not "1.0x").
+std::string speedupText(double S) {
+  return S < 1 ? formatv("{0:F2}x", S).str() : formatv("{0:F1}x", S).str();
+}
+
 /// Amdahl from a measured (predicted) speedup S on N devices:
 /// 1/S = (1 - p) + p/N  =>  1 - p = (1/S - 1/N) / (1 - 1/N), in [0, 1].
 /// None when S < 1: Amdahl's speedup is at least 1 for any p, so a split
@@ -124,11 +129,11 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
   unsigned N = R.Opts.Devices;
   std::optional<double> Serial = serialFraction(Speedup, N);
   if (!Serial) {
-    OS << formatv("  - Amdahl: speedup {0:F2}x on {1} devices is below 1: the split adds "
+    OS << formatv("  - Amdahl: speedup {0} on {1} devices is below 1: the split adds "
                   "more time than it divides, which no serial fraction gives (Amdahl's "
                   "speedup is at least 1); fewer devices are faster here (--scaling lists "
                   "the best configuration of each count).\n",
-                  Speedup, N);
+                  speedupText(Speedup), N);
     return;
   }
   OS << formatv("  - Amdahl: speedup {0:F1}x on {1} devices (efficiency {2:P1}) implies a "
@@ -294,10 +299,10 @@ void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream 
                 R.Rejected);
   if (R.Fixed) {
     OS << "\nconfiguration " << configName(R.Fixed->C) << ":\n";
-    OS << formatv("  step {0}, {1:F1} TFLOP/s per device, MFU {2:P1}, speedup {3:F1}x vs one "
+    OS << formatv("  step {0}, {1:F1} TFLOP/s per device, MFU {2:P1}, speedup {3} vs one "
                   "device{4}\n",
                   ms(R.Fixed->StepSeconds), R.Fixed->TFlopsPerDevice / 1e12, R.Fixed->MFU,
-                  Speedup, R.Fixed->Fits ? "" : " -- DOES NOT FIT: " + R.Fixed->Why);
+                  speedupText(Speedup), R.Fixed->Fits ? "" : " -- DOES NOT FIT: " + R.Fixed->Why);
     printBreakdown(*R.Fixed, OS, "  ");
   }
   if (!R.Fixed) {
@@ -316,8 +321,8 @@ void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream 
                     siNumber(E.MemoryBytes, "B"), configName(E.C));
     }
     OS << "\nrecommended: " << configName(Winner->C) << "\n";
-    OS << formatv("  step {0} vs {1} on one device: speedup {2:F1}x, efficiency {3:P1}\n",
-                  ms(Winner->StepSeconds), ms(R.SingleDevice.StepSeconds), Speedup,
+    OS << formatv("  step {0} vs {1} on one device: speedup {2}, efficiency {3:P1}\n",
+                  ms(Winner->StepSeconds), ms(R.SingleDevice.StepSeconds), speedupText(Speedup),
                   Speedup / R.Opts.Devices);
     printBreakdown(*Winner, OS, "  ");
     explain(R, *Winner, OS);
