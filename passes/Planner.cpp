@@ -238,7 +238,6 @@ private:
   const Config &Cfg;
   const PlanOptions &Opts;
   DiagnosticEngine &Diags;
-  void warnSuperlinear(std::optional<double> FloatBytes);
   const Device &Dev;
   std::unique_ptr<Model> M1;
   /// Byte size of each main-graph value at micro-batch 2, by Value::Id (the
@@ -309,6 +308,7 @@ private:
   /// million positions).
   void sizeWorkspace(Workspace &W);
   void propagateAhead();
+  void warnSuperlinear(std::optional<double> FloatBytes);
   const TPPlan &tpPlan(unsigned T, bool SP);
   Group &group(Workspace &W, int64_t B, unsigned T, bool SP);
   const StageAgg &stageAgg(Group &G, Config::Recompute Rc, unsigned P, unsigned V);
