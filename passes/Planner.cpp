@@ -567,8 +567,8 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
         M1->Path,
         formatv("{0} node(s) can be costed at only one of micro-batch 1 and 2, the first "
                 "'{1}' ({2}, at {3} only): the graph does not take every batch size (one "
-                "fixed in its own constants, such as a Reshape target, does this); cannot "
-                "plan it",
+                "fixed in its own constants, such as a Reshape target, does this: export "
+                "it with a dynamic batch dim); cannot plan it",
                 Differ, FirstDiffer->N->Name, FirstDiffer->N->qualifiedOpType(),
                 FirstDiffer->Modeled ? 1 : 2));
   std::vector<PhaseCost> F[2] = {std::move(Sides[0].F), std::move(Sides[1].F)};
