@@ -9,6 +9,8 @@
 #include "analyzer/Importer.h"
 #include "analyzer/OnnxWire.h"
 #include "analyzer/ShapeInference.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -725,26 +727,9 @@ llvm::Expected<std::unique_ptr<Model>>
 ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
                         llvm::StringRef BatchDim, int64_t Batch, DiagnosticEngine &Diags) {
   LoadOptions LO = Opts;
-  // The batch dim is the plan's to set: a --dim of it would contradict it.
-  std::string Batched = BatchDim.str();
-  if (Batched.empty())
-    for (const ModelSource::Input &In : Src.inputs())
-      if (In.Ranked && !In.Dims.empty()) {
-        Batched = In.Dims[0].symbol().str();
-        break;
-      }
-  for (const auto &[Name, N] : Opts.DimBindings)
-    if (!Batched.empty() && Name == Batched)
-      return fileError(Src.path(), formatv("--dim {0}: '{0}' is the batch dimension, which "
-                                           "plan sets itself (--global-batch, --micro-batch)",
-                                           Name));
-  if (!BatchDim.empty()) {
-    LO.DimBindings.emplace_back(BatchDim.str(), Batch);
-    return Src.load(LO, Diags);
-  }
-  // The inputs as the file declares them, with the user's own bindings.
+  // The inputs as the file declares them, with the user's --input-shape.
   std::vector<ModelSource::Input> Declared = Src.inputs();
-  for (ModelSource::Input &In : Declared) {
+  for (ModelSource::Input &In : Declared)
     for (const auto &[Name, Dims] : Opts.InputShapes)
       if (Name == In.Name) {
         In.Ranked = true;
@@ -752,22 +737,69 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
         for (int64_t D : Dims)
           In.Dims.push_back(Dim::known(D));
       }
-    for (Dim &D : In.Dims)
-      for (const auto &[Name, N] : Opts.DimBindings)
-        if (!D.isKnown() && D.symbol().name() == Name)
-          D = Dim::known(N);
-  }
   std::vector<const ModelSource::Input *> Inputs;
   for (const ModelSource::Input &In : Declared)
     if (In.Ranked && !In.Dims.empty())
       Inputs.push_back(&In);
-  if (Inputs.empty())
-    return fileError(Src.path(), "no graph input has a batch dimension to bind (use --batch-dim)");
-  const Dim &D0 = Inputs.front()->Dims[0];
-  if (!D0.isKnown() && !D0.symbol().empty()) {
-    LO.DimBindings.emplace_back(D0.symbol().str(), Batch);
+  // The batch dims: --batch-dim's names, else the first input's dim 0 when
+  // symbolic. The plan sets them: a --dim of one would contradict it.
+  std::vector<std::string> Batched;
+  llvm::SmallVector<llvm::StringRef, 2> Names;
+  BatchDim.split(Names, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef N : Names)
+    if (!N.trim().empty())
+      Batched.push_back(N.trim().str());
+  bool Named = !Batched.empty();
+  if (!Named && !Inputs.empty() && !Inputs.front()->Dims[0].isKnown() &&
+      !Inputs.front()->Dims[0].symbol().empty())
+    Batched.push_back(Inputs.front()->Dims[0].symbol().str());
+  for (const auto &[Name, N] : Opts.DimBindings)
+    if (llvm::is_contained(Batched, Name))
+      return fileError(Src.path(), formatv("--dim {0}: '{0}' is the batch dimension, which "
+                                           "plan sets itself (--global-batch, --micro-batch)",
+                                           Name));
+  // Then the user's --dim bindings.
+  for (ModelSource::Input &In : Declared)
+    for (Dim &D : In.Dims)
+      for (const auto &[Name, N] : Opts.DimBindings)
+        if (!D.isKnown() && D.symbol().name() == Name)
+          D = Dim::known(N);
+  if (!Batched.empty()) {
+    // An input dim left symbolic keeps the ops that read it from being
+    // costed: often a second name for the batch (torch names each input's
+    // dynamic axis apart unless told otherwise).
+    std::vector<std::string> Unbound;
+    std::string FirstSymbol;
+    for (const ModelSource::Input *In : Inputs)
+      for (size_t I = 0; I < In->Dims.size(); ++I) {
+        const Dim &D = In->Dims[I];
+        if (D.isKnown() || D.symbol().empty() || llvm::is_contained(Batched, D.symbol().str()))
+          continue;
+        if (FirstSymbol.empty())
+          FirstSymbol = D.symbol().str();
+        Unbound.push_back(formatv("'{0}' dim {1} ({2})", In->Name, I, D.symbol().name()).str());
+      }
+    // (A name no input has is the load's error to report.)
+    auto Declares = [&](const std::string &Name) {
+      return llvm::any_of(Inputs, [&](const ModelSource::Input *In) {
+        return llvm::any_of(In->Dims, [&](const Dim &D) { return D.symbol().name() == Name; });
+      });
+    };
+    if (!Unbound.empty() && llvm::all_of(Batched, Declares))
+      Diags.warn(Src.path(),
+                 formatv("plan: input {0} {1} not bound, and what reads it cannot be costed: "
+                         "the plan sets only {2} to the micro-batch. If it is the batch "
+                         "too, name both (--batch-dim {3},{4}); else bind it (--dim {4}=N)",
+                         llvm::join(Unbound, ", "), Unbound.size() == 1 ? "is" : "are",
+                         Named ? formatv("--batch-dim {0}", llvm::join(Batched, ",")).str()
+                               : formatv("the first input's dim 0 ({0})", Batched[0]).str(),
+                         llvm::join(Batched, ","), FirstSymbol));
+    for (const std::string &Name : Batched)
+      LO.DimBindings.emplace_back(Name, Batch);
     return Src.load(LO, Diags);
   }
+  if (Inputs.empty())
+    return fileError(Src.path(), "no graph input has a batch dimension to bind (use --batch-dim)");
   for (const ModelSource::Input *In : Inputs) {
     std::vector<int64_t> Dims{Batch};
     for (size_t I = 1; I < In->Dims.size(); ++I) {

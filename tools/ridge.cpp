@@ -136,9 +136,9 @@ static cl::opt<int64_t> PlanMicroBatch("micro-batch",
                                        cl::init(0), cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<std::string> PlanBatchDim(
     "batch-dim",
-    cl::desc("Symbolic dim that is the batch (default: the first input's dim 0; a fixed "
-             "dim 0 of every input is replaced)"),
-    cl::value_desc("NAME"), cl::sub(PlanCmd), cl::cat(PlanCat));
+    cl::desc("Symbolic dim(s) that are the batch, comma-separated (default: the first "
+             "input's dim 0; a fixed dim 0 of every input is replaced)"),
+    cl::value_desc("NAME[,NAME...]"), cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<unsigned> PlanTP("tp", cl::desc("Fix the tensor-parallel degree"), cl::init(0),
                                 cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<unsigned> PlanPP("pp", cl::desc("Fix the pipeline-parallel degree"), cl::init(0),
