@@ -800,7 +800,14 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   }
   if (Inputs.empty())
     return fileError(Src.path(), "no graph input has a batch dimension to bind (use --batch-dim)");
+  // A fixed-batch export: dim 0 of each input that has the first input's
+  // (the batch it was exported with) is replaced. An input with another
+  // dim 0 is not batched (a [5] bias beside a [3, 4, 5] input: replaced,
+  // it broadcast at micro-batch 1 and clashed at 2).
+  const Dim Exported = Inputs.front()->Dims[0];
   for (const ModelSource::Input *In : Inputs) {
+    if (!(In->Dims[0] == Exported))
+      continue;
     std::vector<int64_t> Dims{Batch};
     for (size_t I = 1; I < In->Dims.size(); ++I) {
       if (!In->Dims[I].isKnown())

@@ -69,8 +69,9 @@ loadModel(llvm::StringRef Path, const LoadOptions &Opts, DiagnosticEngine &Diags
 
 /// Loads Src with its batch dimension bound to Batch: the symbolic dims
 /// BatchDim names (comma-separated) if any, else the first graph input's
-/// dim 0 when symbolic, else dim 0 of every graph input is replaced (a
-/// fixed-batch export). Warns of input dims left symbolic.
+/// dim 0 when symbolic, else dim 0 of every graph input that has the first
+/// input's is replaced (a fixed-batch export). Warns of input dims left
+/// symbolic.
 llvm::Expected<std::unique_ptr<Model>> loadModelAtBatch(const ModelSource &Src,
                                                         const LoadOptions &Opts,
                                                         llvm::StringRef BatchDim, int64_t Batch,
