@@ -27,6 +27,19 @@ using llvm::formatv;
 
 namespace {
 
+/// An op that computes part of a backward or an optimizer update: ONNX's
+/// training domain (Gradient, Adam, Adagrad, Momentum) and the gradient,
+/// accumulation and optimizer ops of ONNX Runtime's training graphs
+/// (com.microsoft GeluGrad, SoftmaxGrad_13, InPlaceAccumulatorV2,
+/// AdamWOptimizer, ...).
+bool isTrainingOp(const Node &N) {
+  if (N.Domain == "ai.onnx.preview.training")
+    return true;
+  return N.Domain == "com.microsoft" &&
+         (N.OpType.contains("Grad") || N.OpType.contains("Optimizer") ||
+          N.OpType.starts_with("InPlaceAccumulator"));
+}
+
 class CostWalker {
 public:
   CostWalker(const Model &M, const Config &Cfg, CostResult &R)
@@ -39,6 +52,11 @@ public:
   void markConstants(const Graph &G);
   void walk(const Graph &G, double Multiplier);
   void finish();
+
+  /// Nodes that already compute a backward or an optimizer update
+  /// (isTrainingOp), and the first of them.
+  size_t TrainingOps = 0;
+  const Node *FirstTrainingOp = nullptr;
 
 private:
   const Model &M;
@@ -252,6 +270,8 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
 }
 
 void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackward) {
+  if (isTrainingOp(N) && !TrainingOps++)
+    FirstTrainingOp = &N;
   NodeCost NC;
   NC.N = &N;
   NC.Multiplier = Multiplier;
@@ -344,37 +364,6 @@ void CostWalker::finish() {
 
 } // namespace
 
-/// An op that computes part of a backward or an optimizer update: ONNX's
-/// training domain (Gradient, Adam, Adagrad, Momentum) and the gradient,
-/// accumulation and optimizer ops of ONNX Runtime's training graphs
-/// (com.microsoft GeluGrad, SoftmaxGrad_13, InPlaceAccumulatorV2,
-/// AdamWOptimizer, ...).
-static bool isTrainingOp(const Node &N) {
-  if (N.Domain == "ai.onnx.preview.training")
-    return true;
-  return N.Domain == "com.microsoft" &&
-         (N.OpType.contains("Grad") || N.OpType.contains("Optimizer") ||
-          N.OpType.starts_with("InPlaceAccumulator"));
-}
-
-/// ridge costs every node as forward work and adds a training step's
-/// backward and optimizer: a graph that holds its own has them counted
-/// twice. Say so, naming the first such node.
-static void warnTrainingGraph(const Model &M, const CostResult &R, DiagnosticEngine &Diags) {
-  size_t Count = 0;
-  const Node *First = nullptr;
-  for (const NodeCost &NC : R.Nodes)
-    if (isTrainingOp(*NC.N) && !Count++)
-      First = NC.N;
-  if (Count)
-    Diags.warn(M.Path, formatv("{0} node(s) already compute a backward or an optimizer update, "
-                               "the first '{1}' ({2}): ridge costs every node as forward work "
-                               "and adds a training step's backward and optimizer on top, so "
-                               "this graph's own are counted twice; give ridge the forward "
-                               "graph (the model as exported for inference)",
-                               Count, First->Name, First->qualifiedOpType()));
-}
-
 llvm::Expected<CostResult> CostAnalysis::run(Model &M, AnalysisManager &AM) {
   CostResult R;
   R.Nodes.reserve(M.Main->numNodesRecursive());
@@ -383,7 +372,18 @@ llvm::Expected<CostResult> CostAnalysis::run(Model &M, AnalysisManager &AM) {
   W.markConstants(*M.Main);
   W.walk(*M.Main, 1);
   W.finish();
-  warnTrainingGraph(M, R, AM.diags());
+  // ridge costs every node as forward work and adds a training step's
+  // backward and optimizer: a graph that holds its own has them counted
+  // twice.
+  if (W.TrainingOps)
+    AM.diags().warn(M.Path,
+                    formatv("{0} node(s) already compute a backward or an optimizer update, "
+                            "the first '{1}' ({2}): ridge costs every node as forward work "
+                            "and adds a training step's backward and optimizer on top, so "
+                            "this graph's own are counted twice; give ridge the forward "
+                            "graph (the model as exported for inference)",
+                            W.TrainingOps, W.FirstTrainingOp->Name,
+                            W.FirstTrainingOp->qualifiedOpType()));
   if (AM.config().Strict && R.UnmodeledNodes) {
     std::string List;
     for (const auto &[What, Count] : R.UnmodeledOps)
