@@ -764,36 +764,54 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
       for (const auto &[Name, N] : Opts.DimBindings)
         if (!D.isKnown() && D.symbol().name() == Name)
           D = Dim::known(N);
-  if (!Batched.empty()) {
-    // An input dim left symbolic keeps the ops that read it from being
-    // costed: often a second name for the batch (torch names each input's
-    // dynamic axis apart unless told otherwise).
+  // An input dim left symbolic keeps the ops that read it from being
+  // costed: often a second name for the batch (torch names each input's
+  // dynamic axis apart unless told otherwise). Bound says whether the plan
+  // sets an input dim; SetsWhat says what it sets. (In a fixed-batch
+  // export, naming a symbolic dim as the batch would leave the fixed one:
+  // only --dim is offered there.)
+  auto WarnUnbound = [&](llvm::function_ref<bool(const ModelSource::Input &, size_t)> Bound,
+                         const std::string &SetsWhat) {
     std::vector<std::string> Unbound;
     std::string FirstSymbol;
     for (const ModelSource::Input *In : Inputs)
       for (size_t I = 0; I < In->Dims.size(); ++I) {
         const Dim &D = In->Dims[I];
-        if (D.isKnown() || D.symbol().empty() || llvm::is_contained(Batched, D.symbol().str()))
+        if (D.isKnown() || D.symbol().empty() || Bound(*In, I))
           continue;
         if (FirstSymbol.empty())
           FirstSymbol = D.symbol().str();
         Unbound.push_back(formatv("'{0}' dim {1} ({2})", In->Name, I, D.symbol().name()).str());
       }
+    if (Unbound.empty())
+      return;
+    std::string Fix =
+        Batched.empty()
+            ? formatv("bind it (--dim {0}=N)", FirstSymbol).str()
+            : formatv("if it is the batch too, name both (--batch-dim {0},{1}); else bind it "
+                      "(--dim {1}=N)",
+                      llvm::join(Batched, ","), FirstSymbol)
+                  .str();
+    Diags.warn(Src.path(),
+               formatv("plan: input {0} {1} not bound, and what reads it cannot be costed: the "
+                       "plan sets only {2} to the micro-batch; {3}",
+                       llvm::join(Unbound, ", "), Unbound.size() == 1 ? "is" : "are", SetsWhat,
+                       Fix));
+  };
+  if (!Batched.empty()) {
     // (A name no input has is the load's error to report.)
     auto Declares = [&](const std::string &Name) {
       return llvm::any_of(Inputs, [&](const ModelSource::Input *In) {
         return llvm::any_of(In->Dims, [&](const Dim &D) { return D.symbol().name() == Name; });
       });
     };
-    if (!Unbound.empty() && llvm::all_of(Batched, Declares))
-      Diags.warn(Src.path(),
-                 formatv("plan: input {0} {1} not bound, and what reads it cannot be costed: "
-                         "the plan sets only {2} to the micro-batch. If it is the batch "
-                         "too, name both (--batch-dim {3},{4}); else bind it (--dim {4}=N)",
-                         llvm::join(Unbound, ", "), Unbound.size() == 1 ? "is" : "are",
-                         Named ? formatv("--batch-dim {0}", llvm::join(Batched, ",")).str()
-                               : formatv("the first input's dim 0 ({0})", Batched[0]).str(),
-                         llvm::join(Batched, ","), FirstSymbol));
+    if (llvm::all_of(Batched, Declares))
+      WarnUnbound(
+          [&](const ModelSource::Input &In, size_t I) {
+            return llvm::is_contained(Batched, In.Dims[I].symbol().str());
+          },
+          Named ? formatv("--batch-dim {0}", llvm::join(Batched, ",")).str()
+                : formatv("the first input's dim 0 ({0})", Batched[0]).str());
     for (const std::string &Name : Batched)
       LO.DimBindings.emplace_back(Name, Batch);
     return Src.load(LO, Diags);
@@ -805,6 +823,11 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   // dim 0 is not batched (a [5] bias beside a [3, 4, 5] input: replaced,
   // it broadcast at micro-batch 1 and clashed at 2).
   const Dim Exported = Inputs.front()->Dims[0];
+  // (A replaced input's other dims must be known: an error below.)
+  WarnUnbound([&](const ModelSource::Input &In, size_t) { return In.Dims[0] == Exported; },
+              formatv("dim 0 of the inputs whose dim 0 is the first input's ({0})",
+                      Exported.isKnown() ? std::to_string(Exported.extent()) : "?")
+                  .str());
   for (const ModelSource::Input *In : Inputs) {
     if (!(In->Dims[0] == Exported))
       continue;
