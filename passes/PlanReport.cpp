@@ -441,8 +441,8 @@ llvm::Error ridge::writeScalingSvg(const PlanResult &R, llvm::StringRef Path) {
                   *Serial > 0 ? formatv("{0:F1}x", 1.0 / *Serial).str() : std::string("none"));
   else
     OS << formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#d62728\">Amdahl: no serial fraction "
-                  "(speedup {2:F2}x, below 1, on {3} devices)</text>\n",
-                  L + 10, T + 45, LastSpeedup, unsigned(MaxN));
+                  "(speedup {2}, below 1, on {3} devices)</text>\n",
+                  L + 10, T + 45, speedupText(LastSpeedup), unsigned(MaxN));
   OS << "</svg>\n";
   OS.flush();
   std::error_code EC;
