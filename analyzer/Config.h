@@ -8,7 +8,7 @@
 #ifndef RIDGE_ANALYZER_CONFIG_H
 #define RIDGE_ANALYZER_CONFIG_H
 
-#include "analyzer/DType.h"
+#include "analyzer/ir/DType.h"
 #include "llvm/Support/raw_ostream.h"
 #include <optional>
 #include <string>

@@ -7,14 +7,14 @@ Pass::~Pass() = default;
 
 llvm::Error PassManager::run(Model &M, AnalysisManager &AM) {
   const Config &C = AM.config();
-  for (auto &P : Passes) {
+  for (auto &[Name, P] : Passes) {
     {
-      Timing::Scope S(AM.timing(), P->name());
+      Timing::Scope S(AM.timing(), Name);
       if (llvm::Error E = P->run(M, AM))
         return E;
     }
-    if (C.PrintAfter == "all" || C.PrintAfter == P->name()) {
-      *C.Out << "; IR after " << P->name() << "\n";
+    if (C.PrintAfter == "all" || C.PrintAfter == Name) {
+      *C.Out << "; IR after " << Name << "\n";
       printModel(M, *C.Out);
     }
   }

@@ -14,7 +14,8 @@
 
 #include "analyzer/Config.h"
 #include "analyzer/Diagnostics.h"
-#include "analyzer/IR.h"
+#include "analyzer/ir/IR.h"
+#include "analyzer/ir/IRPrinter.h"
 #include "analyzer/Timing.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
@@ -83,24 +84,31 @@ private:
 class Pass {
 public:
   virtual ~Pass();
-  virtual llvm::StringRef name() const = 0;
   virtual llvm::Error run(Model &M, AnalysisManager &AM) = 0;
 };
 
+/// Declares a pass class next to the analysis it prints; its name and
+/// description are in passes/PassRegistry.def, the one table of passes.
+#define RIDGE_DECLARE_PASS(Class)                                              \
+  class Class : public Pass {                                                  \
+  public:                                                                      \
+    llvm::Error run(Model &M, AnalysisManager &AM) override;                   \
+  };
+
 class PassManager {
 public:
-  void addPass(std::unique_ptr<Pass> P) { Passes.push_back(std::move(P)); }
+  /// Appends P, run and timed (and printed after, --print-after) as Name.
+  void addPass(llvm::StringRef Name, std::unique_ptr<Pass> P) {
+    Passes.push_back({Name.str(), std::move(P)});
+  }
   /// Runs the passes in order; stops at the first error. Honors
   /// Config::PrintAfter.
   llvm::Error run(Model &M, AnalysisManager &AM);
   bool empty() const { return Passes.empty(); }
 
 private:
-  std::vector<std::unique_ptr<Pass>> Passes;
+  std::vector<std::pair<std::string, std::unique_ptr<Pass>>> Passes;
 };
-
-/// Writes the IR in ridge's stable text form (topological order).
-void printModel(const Model &M, llvm::raw_ostream &OS);
 
 } // namespace ridge
 

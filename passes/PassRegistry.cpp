@@ -12,7 +12,7 @@ llvm::Error ridge::parsePipeline(llvm::StringRef Text, PassManager &PM) {
     N = N.trim();
 #define RIDGE_PASS(Name, Class, Description)                                   \
   if (N == Name) {                                                             \
-    PM.addPass(std::make_unique<Class>());                                     \
+    PM.addPass(Name, std::make_unique<Class>());                                     \
     continue;                                                                  \
   }
 #include "passes/PassRegistry.def"

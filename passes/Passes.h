@@ -1,18 +1,24 @@
-//===- Passes.h - Every pass class, for the registry ------------*- C++ -*-===//
+//===- Passes.h - Every pass ridge can run, for the registry ----*- C++ -*-===//
+//
+// Each pass class is declared beside the analysis it prints (cost/,
+// roofline/, report/); PassRegistry.def names them all, and this header
+// brings them together for the pipeline parser and the driver.
+//
+//===----------------------------------------------------------------------===//
 #ifndef RIDGE_PASSES_PASSES_H
 #define RIDGE_PASSES_PASSES_H
 
 #include "analyzer/PassManager.h"
+#include "passes/cost/CostModel.h"
+#include "passes/report/AnalyzeReport.h"
+#include "passes/report/GraphSummary.h"
+#include "passes/roofline/Fusion.h"
+#include "passes/roofline/Roofline.h"
 
 namespace ridge {
 
-#define RIDGE_PASS(Name, Class, Description)                                   \
-  class Class : public Pass {                                                  \
-  public:                                                                      \
-    llvm::StringRef name() const override { return Name; }                     \
-    llvm::Error run(Model &M, AnalysisManager &AM) override;                   \
-  };
-#include "passes/PassRegistry.def"
+/// `print`: the IR with inferred shapes.
+RIDGE_DECLARE_PASS(PrintIRPass)
 
 /// Builds a pipeline from "a,b,c"; an unknown name is an error that lists
 /// the known ones.

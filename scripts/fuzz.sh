@@ -8,7 +8,7 @@
 #                   earlier runs grew in $RIDGE_FUZZ_BUILD_DIR/fuzz/corpus)
 #   --no-infer      loaders skip ONNX shape inference (RIDGE_FUZZ_INFER_SHAPES=0):
 #                   fuzz ridge's own code past inputs that crash ONNX 1.12
-#   targets         default: all three (device only once analyzer/Device.cpp exists)
+#   targets         default: all three
 # Env: RIDGE_FUZZ_BUILD_DIR (default build-fuzz), RIDGE_NINJA_ARGS (e.g. -j1).
 #
 # One fuzzing process at a time (libFuzzer -fork=1: a child fuzzes while the
@@ -56,17 +56,13 @@ cmake -S . -B "$B" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelW
   -DRIDGE_FUZZ=ON -DRIDGE_SANITIZE=ON -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
 run_targets=()
 for t in "${targets[@]}"; do
-  if [[ $t == device && ! -f analyzer/Device.cpp ]]; then
-    echo "fuzz.sh: skipping device: analyzer/Device.cpp does not exist yet" >&2
-    continue
-  fi
   echo "fuzz.sh: building ${BIN[$t]}" >&2
   if ninja -C "$B" ${RIDGE_NINJA_ARGS:-} "${BIN[$t]}" >"$B/fuzz-build-$t.log" 2>&1; then
     run_targets+=("$t")
   else
     tail -30 "$B/fuzz-build-$t.log" >&2
     echo "fuzz.sh: ${BIN[$t]} failed to build (log: $B/fuzz-build-$t.log)" >&2
-    [[ $t == device ]] || exit 2
+    exit 2
   fi
 done
 

@@ -1,6 +1,6 @@
 //===- WireOracle.h - The in-place decoder checked against protobuf -*- C++ -*-===//
 //
-// For tests and the binary fuzzer: every field analyzer/OnnxWire.h decoded
+// For tests and the binary fuzzer: every field analyzer/onnx/OnnxWire.h decoded
 // from some bytes, compared with what protobuf's own accessors give for the
 // same bytes. (Comparing imported IR alone would not do: ridge imports a
 // protobuf model by serializing it for the same decoder.)
@@ -9,7 +9,7 @@
 #ifndef RIDGE_TEST_WIREORACLE_H
 #define RIDGE_TEST_WIREORACLE_H
 
-#include "analyzer/OnnxWire.h"
+#include "analyzer/onnx/OnnxWire.h"
 #include <onnx/onnx_pb.h>
 #include <cstring>
 #include <string>

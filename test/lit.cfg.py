@@ -25,15 +25,5 @@ config.substitutions.append(("%ridge", os.path.join(config.ridge_tools_dir, "rid
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%testdata", config.onnx_testdata_dir))
 config.substitutions.append(("%srcroot", config.ridge_src_root))
-# The driver's heap (analyzer/HugePageHeap.h): glibc's malloc unless a
-# sanitizer replaces it; transparent huge pages unless the kernel has them off.
-if not config.sanitized and not config.tsan:
-    config.available_features.add("system-malloc")
-try:
-    with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-        if "[never]" not in f.read():
-            config.available_features.add("thp")
-except OSError:
-    pass
 if os.path.isdir(config.onnx_testdata_dir):
     config.available_features.add("onnx-testdata")

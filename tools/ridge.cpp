@@ -4,13 +4,12 @@
 // runs it, prints diagnostics. Nothing else lives here.
 //
 //===----------------------------------------------------------------------===//
-#include "analyzer/Calibrate.h"
-#include "analyzer/Device.h"
-#include "analyzer/HugePageHeap.h"
-#include "analyzer/Loader.h"
+#include "devices/Calibrate.h"
+#include "devices/Device.h"
+#include "analyzer/onnx/Loader.h"
 #include "passes/Passes.h"
-#include "passes/Planner.h"
-#include "passes/RooflineChart.h"
+#include "passes/plan/Planner.h"
+#include "passes/report/RooflineChart.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -231,9 +230,7 @@ static int finish(llvm::raw_fd_ostream &Out, int RC) {
   return RC;
 }
 
-int main(int argc, char **argv) {
-  ridge::reexecWithHugePageHeap(argv); // first: nothing done yet is lost
-  llvm::InitLLVM X(argc, argv);
+static void parseOptions(int argc, char **argv) {
   cl::SetVersionPrinter([](llvm::raw_ostream &OS) {
     OS << "ridge " << RIDGE_VERSION << " (ONNX 1.12 opsets up to 17 inferred, LLVM "
        << LLVM_VERSION_STRING << ")\n";
@@ -256,112 +253,77 @@ int main(int argc, char **argv) {
       "reported for matrix products and convolutions); transcendentals are counted\n"
       "apart; bytes are what an unfused kernel reads and writes, views move none;\n"
       "the backward covers inputs that need a gradient. README.md has the details.\n");
+}
 
-  if (ListPasses) {
-    llvm::outs() << "passes:\n";
-    printPassList(llvm::outs());
+/// `ridge calibrate`: measures this machine and writes its device file.
+static int runCalibrate() {
+  CalibrateOptions CO;
+  CO.Threads = CalThreads;
+  CO.Seconds = CalSeconds;
+  auto R = calibrateHost(CO);
+  if (!R)
+    return fail(R.takeError());
+  llvm::outs() << llvm::formatv(
+      "calibrated {0} ({1}, {2} threads): fp32 {3:F1} GFLOP/s, fp64 {4:F1} GFLOP/s, "
+      "triad bandwidth {5:F2} GB/s, ridge point (fp32) {6:F2} FLOP/byte\n",
+      R->CpuModel, R->Isa, R->Threads, R->Fp32Flops / 1e9, R->Fp64Flops / 1e9,
+      R->Bandwidth / 1e9, R->Fp32Flops / R->Bandwidth);
+  if (R->OtherLoad > 0.05)
+    llvm::WithColor::warning(llvm::errs(), "ridge")
+        << llvm::formatv("other processes used {0:P0} of the CPUs while measuring; the "
+                         "figures are likely low, run again on an idle machine\n",
+                         R->OtherLoad);
+  if (CalOut.empty())
     return 0;
-  }
-  if (CalibrateCmd) {
-    CalibrateOptions CO;
-    CO.Threads = CalThreads;
-    CO.Seconds = CalSeconds;
-    auto R = calibrateHost(CO);
-    if (!R)
-      return fail(R.takeError());
-    llvm::outs() << llvm::formatv(
-        "calibrated {0} ({1}, {2} threads): fp32 {3:F1} GFLOP/s, fp64 {4:F1} GFLOP/s, "
-        "triad bandwidth {5:F2} GB/s, ridge point (fp32) {6:F2} FLOP/byte\n",
-        R->CpuModel, R->Isa, R->Threads, R->Fp32Flops / 1e9, R->Fp64Flops / 1e9,
-        R->Bandwidth / 1e9, R->Fp32Flops / R->Bandwidth);
-    if (R->OtherLoad > 0.05)
-      llvm::WithColor::warning(llvm::errs(), "ridge")
-          << llvm::formatv("other processes used {0:P0} of the CPUs while measuring; the "
-                           "figures are likely low, run again on an idle machine\n",
-                           R->OtherLoad);
-    if (!CalOut.empty()) {
-      std::error_code EC;
-      llvm::raw_fd_ostream F(CalOut, EC, llvm::sys::fs::OF_None);
-      if (EC)
-        return fail(fileError(CalOut, EC.message()));
-      writeCalibratedDevice(*R, F);
-      llvm::outs() << "wrote " << CalOut << " (use it with --device-file)\n";
-    }
-    return 0;
-  }
-  if (LawsCmd) {
-    printLaws(LawFraction, LawSpeedups, LawBytes, LawRanks, LawBandwidth, LawLatency,
-              LawStages, LawMicro, LawChunks, llvm::outs());
-    return 0;
-  }
-  // Devices: the shipped folder, or one file.
+  std::error_code EC;
+  llvm::raw_fd_ostream F(CalOut, EC, llvm::sys::fs::OF_None);
+  if (EC)
+    return fail(fileError(CalOut, EC.message()));
+  writeCalibratedDevice(*R, F);
+  llvm::outs() << "wrote " << CalOut << " (use it with --device-file)\n";
+  return 0;
+}
+
+/// The device descriptions: --device-file alone, or the shipped folder.
+static llvm::Expected<std::vector<Device>> loadDevices(const char *Argv0) {
+  if (DeviceFile.empty())
+    return loadDeviceDir(defaultDeviceDir(Argv0, RIDGE_SOURCE_DEVICES_DIR));
+  auto D = loadDeviceFile(DeviceFile);
+  if (!D)
+    return D.takeError();
   std::vector<Device> Devices;
-  if (!DeviceFile.empty()) {
-    auto D = loadDeviceFile(DeviceFile);
-    if (!D)
-      return fail(D.takeError());
-    Devices.push_back(std::move(*D));
-  } else {
-    auto Ds = loadDeviceDir(defaultDeviceDir(argv[0], RIDGE_SOURCE_DEVICES_DIR));
-    if (!Ds)
-      return fail(Ds.takeError());
-    Devices = std::move(*Ds);
-  }
-  if (DevicesCmd) {
-    printDeviceTable(Devices, llvm::outs());
-    return 0;
-  }
-  const Device *Dev = nullptr;
-  if (!DeviceFile.empty()) {
-    Dev = &Devices.front();
-  } else {
-    auto D = findDevice(Devices, DeviceName);
-    if (!D)
-      return fail(D.takeError());
-    Dev = *D;
-  }
+  Devices.push_back(std::move(*D));
+  return Devices;
+}
 
-  if (!PrintCmd && !AnalyzeCmd && !RunCmd && !PlanCmd) {
-    llvm::errs() << "ridge: error: no subcommand given (try 'ridge --help')\n";
-    return 1;
-  }
+/// The target: the one --device-file, or --device by name among Devices.
+static llvm::Expected<const Device *> selectDevice(const std::vector<Device> &Devices) {
+  if (!DeviceFile.empty())
+    return &Devices.front();
+  return findDevice(Devices, DeviceName);
+}
 
+/// --dim, --input-shape and --no-shape-inference.
+static llvm::Expected<LoadOptions> loadOptions() {
   LoadOptions LO;
   LO.InferShapes = !NoShapeInference;
   for (const auto &S : DimBindings) {
     auto B = parseDimBinding(S);
     if (!B)
-      return fail(B.takeError());
+      return B.takeError();
     LO.DimBindings.push_back(*B);
   }
   for (const auto &S : InputShapes) {
     auto B = parseInputShape(S);
     if (!B)
-      return fail(B.takeError());
+      return B.takeError();
     LO.InputShapes.push_back(*B);
   }
+  return LO;
+}
 
-  if (!RooflineOut.empty())
-    if (llvm::Error E = checkRooflineChartPath(RooflineOut))
-      return fail(std::move(E));
-  PassManager PM;
-  std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();
-  if (RunCmd && Passes.empty())
-    return fail(usageError("run: --passes is required (see --list-passes)"));
-  if (!PlanCmd)
-    if (llvm::Error E = parsePipeline(Pipeline, PM))
-      return fail(std::move(E));
-
-  Timing Timer(TimePasses);
-  LO.Timer = &Timer;
-  if (TimePasses)
-    llvm::errs() << "ridge: heap: " << hugePageHeapStatus() << "\n";
-  DiagnosticEngine Diags;
-
-  std::error_code EC;
-  llvm::raw_fd_ostream Out(OutputPath, EC, llvm::sys::fs::OF_None);
-  if (EC)
-    return fail(fileError(OutputPath, EC.message()));
+/// The Config every pass reads, from the shared options.
+static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device *Dev) {
   Config C;
   C.Out = &Out;
   C.Format = Format;
@@ -370,8 +332,8 @@ int main(int argc, char **argv) {
   if (!DTypeOpt.empty()) {
     auto T = parseDType(DTypeOpt);
     if (!T || !isFloatingPoint(*T))
-      return fail(usageError("--dtype '" + DTypeOpt +
-                             "': expected a floating-point type (fp32, bf16, fp16, fp8, fp64)"));
+      return usageError("--dtype '" + DTypeOpt +
+                        "': expected a floating-point type (fp32, bf16, fp16, fp8, fp64)");
     C.ComputeDType = *T;
   } else if (PlanCmd) {
     C.ComputeDType = DType::BFloat16; // how large models train today
@@ -384,87 +346,98 @@ int main(int argc, char **argv) {
   C.Strict = Strict;
   if (SortOpt != "flops" && SortOpt != "bytes" && SortOpt != "time" && SortOpt != "name" &&
       SortOpt != "order")
-    return fail(usageError("--sort '" + SortOpt + "': expected flops, bytes, time, name or order"));
+    return usageError("--sort '" + SortOpt + "': expected flops, bytes, time, name or order");
   C.Sort = SortOpt;
   C.Top = TopOpt;
   C.Dev = Dev;
   C.SumTerms = NoOverlap;
   C.TF32 = TF32Opt;
   C.RooflinePath = RooflineOut;
+  return C;
+}
 
-  if (PlanCmd) {
-    PlanOptions PO;
-    PO.Devices = PlanDevices;
-    PO.DevicesPerNode = PlanPerNode;
-    PO.GlobalBatch = PlanGlobalBatch;
-    if (PlanMicroBatch > 0)
-      PO.MicroBatch = PlanMicroBatch;
-    if (PlanTP)
-      PO.TP = PlanTP;
-    if (PlanPP)
-      PO.PP = PlanPP;
-    if (PlanDP)
-      PO.DP = PlanDP;
-    if (PlanInterleave)
-      PO.Interleave = PlanInterleave;
-    if (PlanZero >= 0) {
-      if (PlanZero > 3)
-        return fail(usageError("--zero must be 0, 1, 2 or 3"));
-      PO.Zero = unsigned(PlanZero);
-    }
-    if (RecomputeOpt.getNumOccurrences())
-      PO.Recomp = RecomputeOpt;
-    if (PlanSP.getNumOccurrences())
-      PO.SequenceParallel = bool(PlanSP);
-    PO.MaxTP = PlanMaxTP;
-    PO.OverlapSlowdown = PlanSlowdown;
-    PO.OverlapGradReduce = PlanOverlapGrad;
-    PO.Timer = &Timer;
-    PO.Top = PlanTop;
-    PO.Scaling = PlanScaling || !PlanScalingSvg.empty();
-    PO.ScalingSvg = PlanScalingSvg;
-    PO.Emit = PlanEmit;
-    if (!PO.Emit.empty() && PO.Emit != "megatron" && PO.Emit != "deepspeed" && PO.Emit != "torch")
-      return fail(usageError("--emit '" + PO.Emit + "': expected megatron, deepspeed or torch"));
-    if ((PlanTP || PlanPP || PlanDP) && !(PlanTP && PlanPP && PlanDP))
-      return fail(usageError("plan: fix a configuration with all of --tp, --pp and --dp"));
-    if (PlanTP && uint64_t(PlanTP) * PlanPP * PlanDP != PlanDevices)
-      return fail(usageError("plan: --tp x --pp x --dp must equal --devices"));
-    auto Src = ModelSource::open(ModelPath, LO);
-    if (!Src)
-      return fail(Src.takeError());
-    // The decoded file is freed when the second of the planner's two loads
-    // returns: the search reuses its memory.
-    std::atomic<int> Loaded{0};
-    auto Load = [&](int64_t Batch, DiagnosticEngine &D, bool Timed) {
-      LoadOptions Mine = LO;
-      Mine.Timer = Timed ? &Timer : nullptr;
-      auto M = loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D);
-      if (++Loaded == 2)
-        Src->reset();
-      return M;
-    };
-    auto R = planParallelism(Load, C, PO, Diags);
-    Diags.flush(llvm::errs());
-    if (!R)
-      return fail(R.takeError());
-    printPlan(*R, C, Out);
-    if (!PO.ScalingSvg.empty())
-      if (llvm::Error E = writeScalingSvg(*R, PO.ScalingSvg))
-        return fail(std::move(E));
-    if (TimePasses)
-      llvm::errs() << llvm::formatv("plan: searched {0} configurations in {1:F3} s\n",
-                                    R->Evaluated, R->SearchSeconds);
-    return finish(Out, 0);
+/// The planner's options from the `ridge plan` flags, checked.
+static llvm::Expected<PlanOptions> planOptions(Timing &Timer) {
+  PlanOptions PO;
+  PO.Devices = PlanDevices;
+  PO.DevicesPerNode = PlanPerNode;
+  PO.GlobalBatch = PlanGlobalBatch;
+  if (PlanMicroBatch > 0)
+    PO.MicroBatch = PlanMicroBatch;
+  if (PlanTP)
+    PO.TP = PlanTP;
+  if (PlanPP)
+    PO.PP = PlanPP;
+  if (PlanDP)
+    PO.DP = PlanDP;
+  if (PlanInterleave)
+    PO.Interleave = PlanInterleave;
+  if (PlanZero >= 0) {
+    if (PlanZero > 3)
+      return usageError("--zero must be 0, 1, 2 or 3");
+    PO.Zero = unsigned(PlanZero);
   }
+  if (RecomputeOpt.getNumOccurrences())
+    PO.Recomp = RecomputeOpt;
+  if (PlanSP.getNumOccurrences())
+    PO.SequenceParallel = bool(PlanSP);
+  PO.MaxTP = PlanMaxTP;
+  PO.OverlapSlowdown = PlanSlowdown;
+  PO.OverlapGradReduce = PlanOverlapGrad;
+  PO.Timer = &Timer;
+  PO.Top = PlanTop;
+  PO.Scaling = PlanScaling || !PlanScalingSvg.empty();
+  PO.ScalingSvg = PlanScalingSvg;
+  PO.Emit = PlanEmit;
+  if (!PO.Emit.empty() && PO.Emit != "megatron" && PO.Emit != "deepspeed" && PO.Emit != "torch")
+    return usageError("--emit '" + PO.Emit + "': expected megatron, deepspeed or torch");
+  if ((PlanTP || PlanPP || PlanDP) && !(PlanTP && PlanPP && PlanDP))
+    return usageError("plan: fix a configuration with all of --tp, --pp and --dp");
+  if (PlanTP && uint64_t(PlanTP) * PlanPP * PlanDP != PlanDevices)
+    return usageError("plan: --tp x --pp x --dp must equal --devices");
+  return PO;
+}
 
+/// `ridge plan`: the planner loads the model itself (at two micro-batches).
+static int runPlan(const LoadOptions &LO, const Config &C, Timing &Timer,
+                   DiagnosticEngine &Diags, llvm::raw_fd_ostream &Out) {
+  auto PO = planOptions(Timer);
+  if (!PO)
+    return fail(PO.takeError());
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
-  // This pipeline runs on one thread and keeps what it allocates, over a
-  // kilobyte a node from here (analyze: 1.1 GB for the 1M-node synthetic
-  // graph); the other core faults in the first 768 bytes a node of it.
-  prefaultHeapAhead(768ull * (*Src)->numNodes());
+  // The decoded file is freed when the second of the planner's two loads
+  // returns: the search reuses its memory.
+  std::atomic<int> Loaded{0};
+  auto Load = [&](int64_t Batch, DiagnosticEngine &D, bool Timed) {
+    LoadOptions Mine = LO;
+    Mine.Timer = Timed ? &Timer : nullptr;
+    auto M = loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D);
+    if (++Loaded == 2)
+      Src->reset();
+    return M;
+  };
+  auto R = planParallelism(Load, C, *PO, Diags);
+  Diags.flush(llvm::errs());
+  if (!R)
+    return fail(R.takeError());
+  printPlan(*R, C, Out);
+  if (!PO->ScalingSvg.empty())
+    if (llvm::Error E = writeScalingSvg(*R, PO->ScalingSvg))
+      return fail(std::move(E));
+  if (TimePasses)
+    llvm::errs() << llvm::formatv("plan: searched {0} configurations in {1:F3} s\n",
+                                  R->Evaluated, R->SearchSeconds);
+  return finish(Out, 0);
+}
+
+/// `ridge print`, `analyze` and `run`: load, then run the pipeline.
+static int runPipeline(PassManager &PM, const LoadOptions &LO, const Config &C, Timing &Timer,
+                       DiagnosticEngine &Diags, llvm::raw_fd_ostream &Out) {
+  auto Src = ModelSource::open(ModelPath, LO);
+  if (!Src)
+    return fail(Src.takeError());
   auto M = (*Src)->load(LO, Diags);
   Src->reset();
   Diags.flush(llvm::errs());
@@ -475,7 +448,69 @@ int main(int argc, char **argv) {
   if (llvm::Error E = PM.run(**M, *AM))
     RC = fail(std::move(E));
   Diags.flush(llvm::errs());
-  if (TimePasses)
-    llvm::errs() << "ridge: heap prefault: " << prefaultStatus() << "\n";
   return finish(Out, RC);
+}
+
+/// The subcommands that read a model: options checked, output opened, then
+/// the planner or the pass pipeline.
+static int runModelCommand(const Device *Dev) {
+  auto LO = loadOptions();
+  if (!LO)
+    return fail(LO.takeError());
+  if (!RooflineOut.empty())
+    if (llvm::Error E = checkRooflineChartPath(RooflineOut))
+      return fail(std::move(E));
+  PassManager PM;
+  std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();
+  if (RunCmd && Passes.empty())
+    return fail(usageError("run: --passes is required (see --list-passes)"));
+  if (!PlanCmd)
+    if (llvm::Error E = parsePipeline(Pipeline, PM))
+      return fail(std::move(E));
+
+  Timing Timer(TimePasses);
+  LO->Timer = &Timer;
+  DiagnosticEngine Diags;
+  std::error_code EC;
+  llvm::raw_fd_ostream Out(OutputPath, EC, llvm::sys::fs::OF_None);
+  if (EC)
+    return fail(fileError(OutputPath, EC.message()));
+  auto C = passConfig(Out, Dev);
+  if (!C)
+    return fail(C.takeError());
+  if (PlanCmd)
+    return runPlan(*LO, *C, Timer, Diags, Out);
+  return runPipeline(PM, *LO, *C, Timer, Diags, Out);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM X(argc, argv);
+  parseOptions(argc, argv);
+  if (ListPasses) {
+    llvm::outs() << "passes:\n";
+    printPassList(llvm::outs());
+    return 0;
+  }
+  if (CalibrateCmd)
+    return runCalibrate();
+  if (LawsCmd) {
+    printLaws(LawFraction, LawSpeedups, LawBytes, LawRanks, LawBandwidth, LawLatency,
+              LawStages, LawMicro, LawChunks, llvm::outs());
+    return 0;
+  }
+  auto Devices = loadDevices(argv[0]);
+  if (!Devices)
+    return fail(Devices.takeError());
+  if (DevicesCmd) {
+    printDeviceTable(*Devices, llvm::outs());
+    return 0;
+  }
+  auto Dev = selectDevice(*Devices);
+  if (!Dev)
+    return fail(Dev.takeError());
+  if (!PrintCmd && !AnalyzeCmd && !RunCmd && !PlanCmd) {
+    llvm::errs() << "ridge: error: no subcommand given (try 'ridge --help')\n";
+    return 1;
+  }
+  return runModelCommand(*Dev);
 }

@@ -10,7 +10,7 @@
 // write(parse(write(D))) must equal write(D). A mismatch aborts (a finding).
 //
 //===----------------------------------------------------------------------===//
-#include "analyzer/Device.h"
+#include "devices/Device.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

@@ -20,10 +20,10 @@
 // fuzz ridge's own code past inputs that crash ONNX 1.12's inference functions.
 //
 //===----------------------------------------------------------------------===//
-#include "analyzer/Importer.h"
-#include "analyzer/LeanReader.h"
-#include "analyzer/Loader.h"
-#include "analyzer/OnnxWire.h"
+#include "analyzer/onnx/Importer.h"
+#include "analyzer/onnx/LeanReader.h"
+#include "analyzer/onnx/Loader.h"
+#include "analyzer/onnx/OnnxWire.h"
 #include "analyzer/PassManager.h"
 #include "test/WireOracle.h"
 #include <onnx/onnx_pb.h>

@@ -1,6 +1,6 @@
 //===- CalibrateTest.cpp - ridge calibrate: a short run and its YAML ------===//
-#include "analyzer/Calibrate.h"
-#include "analyzer/Device.h"
+#include "devices/Calibrate.h"
+#include "devices/Device.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 //===- CostTest.cpp - Formula helpers, the op table, roofline placement ---===//
-#include "passes/CostModel.h"
-#include "passes/Roofline.h"
-#include "passes/TrainingStep.h"
+#include "passes/cost/CostModel.h"
+#include "passes/roofline/Roofline.h"
+#include "passes/cost/TrainingStep.h"
 #include "llvm/ADT/StringSet.h"
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 //===- DeviceTest.cpp - Device files: shipped, errors, writing ------------===//
-#include "analyzer/Device.h"
+#include "devices/Device.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"

@@ -1,6 +1,6 @@
 //===- IRTest.cpp - Shapes, dims and element types ------------------------===//
-#include "analyzer/DType.h"
-#include "analyzer/IR.h"
+#include "analyzer/ir/DType.h"
+#include "analyzer/ir/IR.h"
 #include "llvm/Support/xxhash.h"
 #include <cmath>
 #include <gtest/gtest.h>

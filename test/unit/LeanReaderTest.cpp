@@ -1,5 +1,5 @@
 //===- LeanReaderTest.cpp - Weight payloads are skipped, lies are caught --===//
-#include "analyzer/LeanReader.h"
+#include "analyzer/onnx/LeanReader.h"
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 

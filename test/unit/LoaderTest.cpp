@@ -4,8 +4,8 @@
 // load must not change what the next one sees.
 //
 //===----------------------------------------------------------------------===//
-#include "analyzer/Importer.h"
-#include "analyzer/Loader.h"
+#include "analyzer/onnx/Importer.h"
+#include "analyzer/onnx/Loader.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 //===- OnnxWireTest.cpp - The in-place decoder against protobuf -----------===//
 //
-// ridge decodes binary models itself (analyzer/OnnxWire.h) and falls back to
+// ridge decodes binary models itself (analyzer/onnx/OnnxWire.h) and falls back to
 // protobuf only for what strict decoding leaves to it. Protobuf is the
 // oracle here: for the same bytes, every field the decoder reads must be what
 // protobuf's own accessors give (match), and both must import to the same IR
@@ -10,9 +10,9 @@
 // wrong wire types, out-of-range enums, oneofs).
 //
 //===----------------------------------------------------------------------===//
-#include "analyzer/Importer.h"
-#include "analyzer/LeanReader.h"
-#include "analyzer/OnnxWire.h"
+#include "analyzer/onnx/Importer.h"
+#include "analyzer/onnx/LeanReader.h"
+#include "analyzer/onnx/OnnxWire.h"
 #include "analyzer/PassManager.h"
 #include "test/WireOracle.h"
 #include "llvm/Support/FileSystem.h"

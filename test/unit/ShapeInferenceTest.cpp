@@ -15,9 +15,9 @@
 // (RIDGE_SI_REPEAT=N: best of N, RIDGE_SI_ALL=1: synth-1m too).
 //
 //===----------------------------------------------------------------------===//
-#include "analyzer/Importer.h"
-#include "analyzer/LeanReader.h"
-#include "analyzer/ShapeInference.h"
+#include "analyzer/onnx/Importer.h"
+#include "analyzer/onnx/LeanReader.h"
+#include "analyzer/shapes/ShapeInference.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"

@@ -1,0 +1,186 @@
+//===- IR.cpp - ridge's graph IR ------------------------------------------===//
+#include "analyzer/ir/IR.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/xxhash.h"
+#include "llvm/Support/raw_ostream.h"
+#include <mutex>
+
+using namespace ridge;
+
+bool Shape::isFullyKnown() const {
+  for (const Dim &D : Dims)
+    if (!D.isKnown())
+      return false;
+  return true;
+}
+
+std::optional<double> Shape::numElements() const {
+  double N = 1;
+  for (const Dim &D : Dims) {
+    if (!D.isKnown())
+      return std::nullopt;
+    N *= static_cast<double>(D.extent());
+  }
+  return N;
+}
+
+std::string Shape::str() const {
+  std::string S = "[";
+  for (size_t I = 0; I < Dims.size(); ++I) {
+    if (I)
+      S += ',';
+    if (Dims[I].isKnown())
+      S += std::to_string(Dims[I].extent());
+    else if (!Dims[I].symbol().empty())
+      S += Dims[I].symbol().name();
+    else
+      S += '?';
+  }
+  return S + "]";
+}
+
+std::optional<double> Value::numBytes() const {
+  auto N = numElements();
+  if (!N)
+    return std::nullopt;
+  return *N * dtypeBytes(Elem);
+}
+
+std::string Value::typeStr() const {
+  return dtypeName(Elem).str() + (Shp ? Shp->str() : std::string("[*]"));
+}
+
+const Attribute *Node::attr(llvm::StringRef N) const {
+  for (const Attribute &A : Attrs)
+    if (A.Name == N)
+      return &A;
+  return nullptr;
+}
+
+int64_t Node::attrInt(llvm::StringRef N, int64_t Default) const {
+  const Attribute *A = attr(N);
+  return A && A->K == Attribute::Kind::Int ? A->I : Default;
+}
+
+double Node::attrFloat(llvm::StringRef N, double Default) const {
+  const Attribute *A = attr(N);
+  return A && A->K == Attribute::Kind::Float ? A->F : Default;
+}
+
+std::string Node::attrString(llvm::StringRef N, llvm::StringRef Default) const {
+  const Attribute *A = attr(N);
+  return A && A->K == Attribute::Kind::String ? A->S : Default.str();
+}
+
+std::optional<llvm::ArrayRef<int64_t>> Node::attrInts(llvm::StringRef N) const {
+  const Attribute *A = attr(N);
+  if (!A || A->K != Attribute::Kind::Ints)
+    return std::nullopt;
+  return llvm::ArrayRef<int64_t>(A->Ints);
+}
+
+llvm::SmallVector<Graph *, 2> Node::subgraphs() const {
+  llvm::SmallVector<Graph *, 2> Out;
+  for (const Attribute &A : Attrs)
+    for (const auto &G : A.Graphs)
+      Out.push_back(G.get());
+  return Out;
+}
+
+Value *Graph::lookupLocal(llvm::StringRef N) const {
+  std::optional<uint32_t> Id = ByName.find(N, Values);
+  return Id ? Values[*Id] : nullptr;
+}
+
+Value *Graph::lookup(llvm::StringRef N) const {
+  for (const Graph *G = this; G; G = G->Parent)
+    if (Value *V = G->lookupLocal(N))
+      return V;
+  return nullptr;
+}
+
+DimSymbol DimSymbol::get(llvm::StringRef S) {
+  DimSymbol D;
+  if (S.empty())
+    return D;
+  static std::mutex Lock;
+  static llvm::StringSet<> Pool; // entries never move
+  std::lock_guard<std::mutex> Hold(Lock);
+  D.E = &*Pool.insert(S).first;
+  return D;
+}
+
+std::string Node::qualifiedOpType() const {
+  return Domain.empty() ? OpType.str() : (Domain + "." + OpType).str();
+}
+
+Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }
+
+std::pair<Value *, bool> Graph::tryAddValue(llvm::StringRef N, ValueKind K) {
+  if (std::optional<uint32_t> Id = ByName.find(N, Values))
+    return {Values[*Id], false};
+  Value *V = &Values.add();
+  V->Name = N.str();
+  V->Kind = K;
+  ByName.insert(*V);
+  return {V, true};
+}
+
+uint32_t NameIndex::hash(llvm::StringRef N) { return uint32_t(llvm::xxh3_64bits(N)); }
+
+void NameIndex::reserve(size_t N) {
+  size_t Want = 16;
+  while (Want * 4 < N * 5)
+    Want *= 2;
+  if (Want <= Slots.size())
+    return;
+  std::vector<Slot> Old = std::move(Slots);
+  Slots.assign(Want, Slot());
+  for (const Slot &S : Old)
+    if (S.Id != UINT32_MAX)
+      place(S.Hash, S.Id);
+}
+
+void NameIndex::place(uint32_t Hash, uint32_t Id) {
+  size_t Mask = Slots.size() - 1;
+  size_t I = Hash & Mask;
+  while (Slots[I].Id != UINT32_MAX)
+    I = (I + 1) & Mask;
+  Slots[I] = {Hash, Id};
+}
+
+void NameIndex::insert(const Value &V) {
+  if ((Count + 1) * 5 > Slots.size() * 4)
+    reserve(Count + 1);
+  place(hash(V.Name), V.Id);
+  ++Count;
+}
+
+std::optional<uint32_t> NameIndex::find(llvm::StringRef N, const ValueList &Values) const {
+  if (Slots.empty())
+    return std::nullopt;
+  uint32_t H = hash(N);
+  size_t Mask = Slots.size() - 1;
+  for (size_t I = H & Mask;; I = (I + 1) & Mask) {
+    const Slot &S = Slots[I];
+    if (S.Id == UINT32_MAX)
+      return std::nullopt;
+    if (S.Hash == H && Values[S.Id]->Name == N)
+      return S.Id;
+  }
+}
+
+size_t Graph::numNodesRecursive() const {
+  size_t N = 0;
+  walk([&](const Node &) { ++N; });
+  return N;
+}
+
+const Function *Model::findFunction(llvm::StringRef Domain,
+                                    llvm::StringRef Name) const {
+  for (const Function &F : Functions)
+    if (F.Domain == Domain && F.Name == Name)
+      return &F;
+  return nullptr;
+}

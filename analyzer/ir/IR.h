@@ -1,0 +1,485 @@
+//===- IR.h - ridge's graph IR: values, nodes, graphs, models ---*- C++ -*-===//
+//
+// The loader imports an ONNX ModelProto into this IR at one boundary; every
+// analysis runs on it and never on protobuf objects. Nodes are stored in
+// topological order. Shapes hold concrete and symbolic dims.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_ANALYZER_IR_IR_H
+#define RIDGE_ANALYZER_IR_IR_H
+
+#include "analyzer/ir/DType.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMapEntry.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/iterator.h"
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace ridge {
+
+class Graph;
+class Node;
+
+/// A dim_param's one copy for the whole run (thread-safe; never freed): a
+/// single pointer however many shapes carry it, equal exactly when the
+/// names are.
+class DimSymbol {
+public:
+  DimSymbol() = default;
+  /// The interned copy of S; none for an empty S.
+  static DimSymbol get(llvm::StringRef S);
+  bool empty() const { return !E; }
+  llvm::StringRef name() const {
+    return E ? static_cast<const llvm::StringMapEntry<std::nullopt_t> *>(E)->getKey()
+             : llvm::StringRef();
+  }
+  std::string str() const { return name().str(); }
+  operator llvm::StringRef() const { return name(); }
+  bool operator==(const DimSymbol &O) const { return E == O.E; }
+
+private:
+  friend class Dim;
+  const void *E = nullptr; ///< the pool's entry
+};
+
+/// S's interned copy (DimSymbol::get(S).name()).
+inline llvm::StringRef internSymbol(llvm::StringRef S) { return DimSymbol::get(S).name(); }
+
+/// One dimension: a known extent, a named symbol (dim_param), or unknown.
+/// Eight bytes, so that a shape's four inline dims take 32 (a value is 152
+/// bytes, not 184): a known extent is stored as itself, a symbol as its
+/// interned entry's address negated (at most -4096), unknown as -1.
+class Dim {
+public:
+  Dim() = default;
+  /// N when N >= 0; unknown otherwise.
+  static Dim known(int64_t N) {
+    Dim D;
+    D.Raw = N >= 0 ? N : -1;
+    return D;
+  }
+  static Dim symbolic(llvm::StringRef S) { return symbolic(DimSymbol::get(S)); }
+  /// Unknown when S is empty.
+  static Dim symbolic(DimSymbol S) {
+    Dim D;
+    if (S.E)
+      D.Raw = -int64_t(reinterpret_cast<uintptr_t>(S.E));
+    return D;
+  }
+  bool isKnown() const { return Raw >= 0; }
+  /// >= 0 when known, else -1.
+  int64_t extent() const { return Raw >= 0 ? Raw : -1; }
+  /// The dim_param when not known; may be empty.
+  DimSymbol symbol() const {
+    DimSymbol S;
+    if (Raw < -1)
+      S.E = reinterpret_cast<const void *>(uintptr_t(-Raw));
+    return S;
+  }
+  bool operator==(const Dim &O) const { return Raw == O.Raw; }
+
+private:
+  int64_t Raw = -1;
+};
+static_assert(sizeof(Dim) == 8, "a dim is one word");
+
+/// A ranked shape. Unranked values have no Shape at all (see Value).
+struct Shape {
+  llvm::SmallVector<Dim, 4> Dims;
+
+  size_t rank() const { return Dims.size(); }
+  bool isFullyKnown() const;
+  /// Number of elements as a double: exact below 2^53, never wraps around
+  /// (dims up to 2^62 multiply safely). nullopt when a dim is not known.
+  std::optional<double> numElements() const;
+  /// "[N,128,7]"; "?" for an unknown dim.
+  std::string str() const;
+};
+
+/// Where a value comes from.
+enum class ValueKind : uint8_t { Intermediate, GraphInput, Initializer, OuterScope };
+
+/// An optional value kept on the heap: one pointer in the object holding it
+/// (most values are neither initializers nor small constants, and a 100k-node
+/// graph has 150k values), with value semantics otherwise: a copy copies the
+/// contents.
+template <typename T> class Boxed {
+public:
+  Boxed() = default;
+  Boxed(const Boxed &O) : P(O.P ? std::make_unique<T>(*O.P) : nullptr) {}
+  Boxed(Boxed &&) noexcept = default;
+  Boxed &operator=(const Boxed &O) {
+    if (this != &O)
+      P = O.P ? std::make_unique<T>(*O.P) : nullptr;
+    return *this;
+  }
+  Boxed &operator=(Boxed &&) noexcept = default;
+  template <typename... Args> T &emplace(Args &&...A) {
+    P = std::make_unique<T>(std::forward<Args>(A)...);
+    return *P;
+  }
+  void reset() { P.reset(); }
+  explicit operator bool() const { return P != nullptr; }
+  T &operator*() { return *P; }
+  const T &operator*() const { return *P; }
+  T *operator->() { return P.get(); }
+  const T *operator->() const { return P.get(); }
+
+private:
+  std::unique_ptr<T> P;
+};
+
+/// What ridge knows of an initializer; its payload is never loaded.
+struct InitializerInfo {
+  bool External = false;        ///< data_location = EXTERNAL
+  std::string Location;         ///< external file, relative to the model
+  bool LocationMissing = false; ///< external file not found (a warning)
+  bool operator<(const InitializerInfo &O) const {
+    return std::tie(External, Location, LocationMissing) <
+           std::tie(O.External, O.Location, O.LocationMissing);
+  }
+};
+
+/// An SSA value: a graph input, an initializer or a node output.
+class Value {
+public:
+  /// Set once, by the graph that adds the value (its name index hashed it).
+  std::string Name;
+  ValueKind Kind = ValueKind::Intermediate;
+  DType Elem = DType::Undefined;
+  bool IsGraphOutput = false;
+  /// Declared as a sequence, map, optional or sparse tensor: no dense tensor
+  /// shape to know (ops on such values are costed without one). A value with
+  /// no type information at all is not NonTensor: its shape is unknown.
+  bool NonTensor = false;
+  /// Position in its graph's Values, in order of definition: two imports
+  /// of one file number their values alike.
+  uint32_t Id = 0;
+  std::optional<Shape> Shp; ///< nullopt: rank unknown
+  Node *Producer = nullptr;
+  llvm::SmallVector<Node *, 2> Users;
+  /// Set for initializers: one copy per model of each distinct info
+  /// (Model::initializerInfo), as a generated graph's half million weights
+  /// in one external file all have the same.
+  const InitializerInfo *Init = nullptr;
+  /// Small integer constant contents, when the loader saw them (shape
+  /// tensors, axes); used by ridge's own shape rules.
+  Boxed<llvm::SmallVector<int64_t, 4>> IntData;
+
+  bool isInitializer() const { return Kind == ValueKind::Initializer; }
+  bool hasKnownShape() const { return Shp && Shp->isFullyKnown(); }
+  /// Elements, when the shape is fully known.
+  std::optional<double> numElements() const {
+    return Shp ? Shp->numElements() : std::nullopt;
+  }
+  /// Bytes at the value's element type, when the shape is fully known.
+  std::optional<double> numBytes() const;
+  /// "f32[N,128]", "f32[*]" when unranked.
+  std::string typeStr() const;
+};
+
+/// A node attribute. Graph-valued attributes own their subgraphs.
+struct Attribute {
+  enum class Kind : uint8_t {
+    Undefined, Float, Int, String, Tensor, Graph, Floats, Ints, Strings,
+    Tensors, Graphs, SparseTensor, SparseTensors, TypeProto, TypeProtos
+  };
+  std::string Name;
+  Kind K = Kind::Undefined;
+  double F = 0;
+  int64_t I = 0;
+  std::string S;
+  llvm::SmallVector<int64_t, 4> Ints;
+  llvm::SmallVector<double, 4> Floats;
+  std::vector<std::string> Strings;
+  /// For Tensor attributes: element type and dims (payload not kept).
+  DType TensorElem = DType::Undefined;
+  llvm::SmallVector<int64_t, 4> TensorDims;
+  std::vector<std::unique_ptr<Graph>> Graphs;
+
+  Attribute() = default;
+  // noexcept, so that std::vector moves attributes when it grows.
+  Attribute(Attribute &&) noexcept = default;
+  Attribute &operator=(Attribute &&) noexcept = default;
+};
+
+class Node {
+public:
+  std::string Name; ///< may be empty in the file; the importer names it
+  /// The op type and domain ("" for the default ai.onnx domain), interned
+  /// for the whole run (internSymbol): a graph has few distinct ones, and a
+  /// string each cost a million-node graph 64 MB a load.
+  llvm::StringRef OpType;
+  llvm::StringRef Domain;
+  llvm::SmallVector<Value *, 4> Inputs; ///< nullptr: omitted optional input
+  llvm::SmallVector<Value *, 2> Outputs;
+  std::vector<Attribute> Attrs;
+  Graph *Parent = nullptr;
+  unsigned Index = 0; ///< position in the parent's topological order
+  /// The domain's opset (0: none imported, a model-local function). At most
+  /// INT32_MAX (a larger one in the file reads as that): it shares a word
+  /// with Index.
+  int32_t OpsetVersion = 0;
+
+  const Attribute *attr(llvm::StringRef Name) const;
+  int64_t attrInt(llvm::StringRef Name, int64_t Default) const;
+  double attrFloat(llvm::StringRef Name, double Default) const;
+  std::string attrString(llvm::StringRef Name, llvm::StringRef Default) const;
+  /// The ints attribute, or nullopt when absent.
+  std::optional<llvm::ArrayRef<int64_t>> attrInts(llvm::StringRef Name) const;
+  Value *input(unsigned I) const {
+    return I < Inputs.size() ? Inputs[I] : nullptr;
+  }
+  Value *output(unsigned I) const {
+    return I < Outputs.size() ? Outputs[I] : nullptr;
+  }
+  /// Subgraphs held by attributes (If branches, Loop/Scan bodies).
+  llvm::SmallVector<Graph *, 2> subgraphs() const;
+  /// "OpType", or "Domain.OpType" outside the default domain.
+  std::string qualifiedOpType() const;
+  /// "ai.onnx" for the default domain, else the domain.
+  llvm::StringRef domainName() const {
+    return Domain.empty() ? llvm::StringRef("ai.onnx") : Domain;
+  }
+};
+
+/// A graph's values, with stable addresses, allocated in chunks of up to
+/// 4096 (a std::deque allocates values this size one by one). Iterates as
+/// Value &. (Not LLVM's BumpPtrAllocator: instantiated here under
+/// AddressSanitizer it would interpose on libLLVM's own, which does not
+/// unpoison what it hands out.)
+class ValueList {
+public:
+  ValueList() = default;
+  ValueList(const ValueList &) = delete;
+  ValueList &operator=(const ValueList &) = delete;
+  ~ValueList() {
+    for (Value *V : Ptrs)
+      V->~Value();
+    for (auto &[P, N] : Chunks)
+      std::allocator<Value>().deallocate(P, N);
+  }
+  Value &add() {
+    if (Left == 0) {
+      size_t N = Chunks.empty() ? 4 : std::min<size_t>(2 * Chunks.back().second, 4096);
+      Next = std::allocator<Value>().allocate(N);
+      Chunks.emplace_back(Next, N);
+      Left = N;
+    }
+    Value *V = new (Next++) Value();
+    --Left;
+    V->Id = uint32_t(Ptrs.size());
+    Ptrs.push_back(V);
+    return *V;
+  }
+  /// The value with Id I (I < size()).
+  Value *operator[](size_t I) const { return Ptrs[I]; }
+  using iterator = llvm::pointee_iterator<std::vector<Value *>::const_iterator>;
+  iterator begin() const { return iterator(Ptrs.begin()); }
+  iterator end() const { return iterator(Ptrs.end()); }
+  size_t size() const { return Ptrs.size(); }
+  void reserve(size_t N) { Ptrs.reserve(N); }
+
+private:
+  std::vector<std::pair<Value *, size_t>> Chunks;
+  Value *Next = nullptr;
+  size_t Left = 0;
+  std::vector<Value *> Ptrs;
+};
+
+/// A graph's values by name: open addressing over (hash, Id) pairs, 8 bytes
+/// a slot. A probe compares the stored hash and reads a value's name only
+/// when the hash matches, so a lookup in a million-value graph reads the
+/// slot array and the value found; a map keyed by the names themselves read
+/// a value's name at every probe (a cache miss each).
+class NameIndex {
+public:
+  /// The Id of the value named N in Values, or none.
+  std::optional<uint32_t> find(llvm::StringRef N, const ValueList &Values) const;
+  /// Starts loading the slot where N's search begins into the cache.
+  void prefetch(llvm::StringRef N) const {
+    if (!Slots.empty())
+      __builtin_prefetch(&Slots[hash(N) & (Slots.size() - 1)]);
+  }
+  /// Records V (whose name is not in the index yet).
+  void insert(const Value &V);
+  /// Sizes the index for N values.
+  void reserve(size_t N);
+  bool empty() const { return Count == 0; }
+
+private:
+  struct Slot {
+    uint32_t Hash = 0;
+    uint32_t Id = UINT32_MAX; ///< UINT32_MAX: empty
+  };
+  /// A power of two, at most 80% full (linear probing: an unsuccessful
+  /// probe reads 13 slots on average, two cache lines).
+  std::vector<Slot> Slots;
+  size_t Count = 0;
+  static uint32_t hash(llvm::StringRef N);
+  void place(uint32_t Hash, uint32_t Id);
+};
+
+/// A graph: the model's main graph, a subgraph or a function body.
+class Graph {
+public:
+  std::string Name;
+  Graph *Parent = nullptr; ///< enclosing graph for subgraphs
+  Node *ParentNode = nullptr;
+  ValueList Values;
+  std::vector<std::unique_ptr<Node>> Nodes; ///< topological order
+  llvm::SmallVector<Value *, 4> Inputs;
+  llvm::SmallVector<Value *, 4> Outputs;
+  llvm::SmallVector<Value *, 8> Initializers;
+  /// Values of enclosing graphs that nodes here (or deeper) read.
+  llvm::SmallVector<Value *, 2> Captures;
+
+  /// The value named N in this graph or, for subgraphs, an enclosing one.
+  Value *lookup(llvm::StringRef N) const;
+  /// The value named N in this graph only.
+  Value *lookupLocal(llvm::StringRef N) const;
+  /// Whether V is one of this graph's values (then Values[V->Id] is V).
+  bool owns(const Value *V) const { return V->Id < Values.size() && Values[V->Id] == V; }
+  /// Adds a value named N (callers check the name is new; an existing value
+  /// of that name is returned as is).
+  Value *addValue(llvm::StringRef N, ValueKind K);
+  /// The value named N, added with kind K if it was not there (second:
+  /// whether it was added).
+  std::pair<Value *, bool> tryAddValue(llvm::StringRef N, ValueKind K);
+  /// Starts loading where a lookup of N in this graph will look (an
+  /// importer looking names up in a loop calls it some names ahead, so that
+  /// the cache misses of a large graph's index overlap).
+  void prefetchName(llvm::StringRef N) const { ByName.prefetch(N); }
+  /// Sizes the name index for about N values (import of a large graph).
+  void reserveValues(size_t N) {
+    if (ByName.empty() && N > 16) {
+      ByName.reserve(std::min<size_t>(N, size_t(1) << 28));
+      Values.reserve(std::min<size_t>(N, size_t(1) << 28));
+    }
+  }
+  /// Calls F on every node here and in nested subgraphs, parents first.
+  template <typename Fn> void walk(Fn &&F) const {
+    for (const auto &N : Nodes) {
+      F(*N);
+      for (Graph *G : N->subgraphs())
+        G->walk(F);
+    }
+  }
+  size_t numNodesRecursive() const;
+
+private:
+  NameIndex ByName;
+};
+
+/// A T for each value one graph's nodes read: by Value::Id for the graph's
+/// own values (a vector, read in about the order of definition; a hash map
+/// of pointers missed the cache at every query on a large graph), in a hash
+/// map for the others (an enclosing or nested graph's). For flags, T is
+/// uint8_t (a std::vector<bool> has no T &).
+template <typename T> class ValueMap {
+public:
+  explicit ValueMap(const Graph &G, T Default = T())
+      : G(G), Own(G.Values.size(), Default), Default(Default) {}
+  /// V's entry, added as Default when absent.
+  T &operator[](const Value *V) {
+    return G.owns(V) ? Own[V->Id] : Other.try_emplace(V, Default).first->second;
+  }
+  /// V's entry, or Default.
+  T lookup(const Value *V) const {
+    if (G.owns(V))
+      return Own[V->Id];
+    auto It = Other.find(V);
+    return It == Other.end() ? Default : It->second;
+  }
+
+private:
+  const Graph &G;
+  std::vector<T> Own;
+  llvm::DenseMap<const Value *, T> Other;
+  T Default;
+};
+
+/// A set of values, kept as ValueMap keeps its entries: a bit per value of
+/// one graph (by Value::Id), a hash set for the others. Unbound (default
+/// constructed), every value goes to the hash set. A million values take
+/// 125 KB, where a hash set of their pointers took 32 MB and missed the
+/// cache at every query.
+class ValueSet {
+public:
+  ValueSet() = default;
+  explicit ValueSet(const Graph &G) : G(&G), Own(G.Values.size()) {}
+  /// Adds V; true when it was not there.
+  bool insert(const Value *V) {
+    if (G && G->owns(V)) {
+      if (Own[V->Id])
+        return false;
+      Own[V->Id] = true;
+      ++NumOwn;
+      return true;
+    }
+    return Other.insert(V).second;
+  }
+  size_t count(const Value *V) const {
+    return G && G->owns(V) ? size_t(Own[V->Id]) : Other.count(V);
+  }
+  size_t size() const { return NumOwn + Other.size(); }
+  /// Calls F(V) for each value: the graph's by Id, then the others (in no
+  /// order: what F does must not depend on it).
+  template <typename Fn> void forEach(Fn F) const {
+    for (size_t I = 0; NumOwn && I < Own.size(); ++I)
+      if (Own[I])
+        F(static_cast<const Value *>(G->Values[I]));
+    for (const Value *V : Other)
+      F(V);
+  }
+
+private:
+  const Graph *G = nullptr;
+  std::vector<bool> Own;
+  size_t NumOwn = 0;
+  llvm::DenseSet<const Value *> Other;
+};
+
+/// A model-local function (FunctionProto): its body is kept as a graph whose
+/// inputs and outputs are the formal parameters (no shapes).
+struct Function {
+  std::string Domain;
+  std::string Name;
+  std::vector<std::string> AttributeNames;
+  std::unique_ptr<Graph> Body;
+};
+
+class Model {
+public:
+  std::string Path;          ///< as given on the command line ("-" for stdin)
+  int64_t IrVersion = 0;
+  std::string Producer;      ///< producer_name and version
+  std::map<std::string, int64_t> Opsets; ///< domain ("" = ai.onnx) -> version
+  std::unique_ptr<Graph> Main;
+  std::vector<Function> Functions;
+  uint64_t FileBytes = 0;        ///< size of the file read
+  uint64_t SkippedPayloadBytes = 0; ///< weight bytes never loaded
+
+  const Function *findFunction(llvm::StringRef Domain, llvm::StringRef Name) const;
+  /// The model's one copy of Info (initializers point to it).
+  const InitializerInfo *initializerInfo(const InitializerInfo &Info) {
+    return &*InitializerInfos.insert(Info).first;
+  }
+
+private:
+  std::set<InitializerInfo> InitializerInfos; ///< never moves its elements
+};
+
+} // namespace ridge
+
+#endif

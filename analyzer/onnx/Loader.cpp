@@ -1,0 +1,846 @@
+//===- Loader.cpp - Load an ONNX model file into the IR -------------------===//
+//
+// The only file besides Importer.cpp that sees protobuf and ONNX's C++ API.
+// ONNX throws; every call into it is wrapped so that nothing past this file
+// sees an exception.
+//
+//===----------------------------------------------------------------------===//
+#include "analyzer/onnx/Loader.h"
+#include "analyzer/onnx/Importer.h"
+#include "analyzer/onnx/OnnxWire.h"
+#include "analyzer/shapes/ShapeInference.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
+#include <google/protobuf/arena.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <cerrno>
+#include <cstring>
+#include <sys/mman.h>
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace ridge;
+using llvm::Error;
+using llvm::formatv;
+
+namespace {
+
+/// The reader jumps over tensor payloads: tell the kernel not to read ahead
+/// or fault in the pages around each header, so the payload pages are never
+/// brought in (for a mapped file; harmless on a heap buffer).
+void adviseRandomAccess(llvm::StringRef Bytes) {
+  if (Bytes.size() < (size_t(1) << 20))
+    return;
+  uintptr_t Page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t Begin = uintptr_t(Bytes.data()) & ~(Page - 1);
+  uintptr_t End = uintptr_t(Bytes.data()) + Bytes.size();
+  (void)madvise(reinterpret_cast<void *>(Begin), End - Begin, MADV_RANDOM);
+}
+
+/// Text syntax starts with '<' (model header) or a '#' comment line; binary
+/// ModelProto starts with a field key (ir_version is 0x08).
+bool looksLikeText(llvm::StringRef Path, llvm::StringRef Bytes) {
+  if (Path.ends_with(".onnxtxt") || Path.ends_with(".onnx.txt"))
+    return true;
+  if (Path.ends_with(".onnx"))
+    return false;
+  llvm::StringRef T = Bytes.ltrim();
+  return T.starts_with("<") || T.starts_with("#");
+}
+
+Error parseText(llvm::StringRef File, llvm::StringRef Bytes,
+                onnx::ModelProto &Proto) {
+  std::string Text = Bytes.str(); // the parser wants a NUL-terminated string
+  try {
+    onnx::OnnxParser Parser(Text.c_str());
+    auto Status = Parser.Parse(Proto);
+    if (!Status.IsOK())
+      return fileError(File, "cannot parse ONNX text syntax: " +
+                                 Status.ErrorMessage());
+  } catch (const std::exception &E) {
+    return fileError(File, llvm::Twine("cannot parse ONNX text syntax: ") + E.what());
+  }
+  return Error::success();
+}
+
+Error parseBinary(llvm::StringRef File, llvm::StringRef Bytes,
+                  const LeanReadOptions &Lean, onnx::ModelProto &Proto,
+                  uint64_t &Skipped) {
+  if (Bytes.empty())
+    return fileError(File, "file is empty; not an ONNX model");
+  std::string Filtered;
+  LeanReadStats Stats;
+  if (Error E = leanFilterModel(Bytes, Filtered, Stats, Lean))
+    return fileError(File, "not a valid ONNX protobuf: " + llvm::toString(std::move(E)));
+  Skipped = Stats.SkippedPayloadBytes;
+  if (Filtered.size() > (size_t(1) << 31) - 1)
+    return fileError(File, "graph structure alone exceeds protobuf's 2 GiB limit");
+  if (!Proto.ParseFromString(Filtered))
+    return fileError(File, "not a valid ONNX protobuf (ModelProto failed to parse)");
+  if (!Proto.has_graph())
+    return fileError(File, "not an ONNX model: it has no graph");
+  return Error::success();
+}
+
+void setDims(onnx::TensorShapeProto &S,
+             const llvm::StringMap<int64_t> &Bindings, llvm::StringSet<> &Used) {
+  for (auto &D : *S.mutable_dim())
+    if (D.has_dim_param()) {
+      auto It = Bindings.find(D.dim_param());
+      if (It != Bindings.end()) {
+        Used.insert(D.dim_param());
+        D.set_dim_value(It->second);
+      }
+    }
+}
+
+/// Applies --input-shape and --dim to the parsed file, for ONNX's fallback
+/// inference. bindShapes has checked them on the IR already.
+void applyBindings(onnx::ModelProto &Proto, const LoadOptions &Opts) {
+  onnx::GraphProto &G = *Proto.mutable_graph();
+  for (const auto &[Name, Dims] : Opts.InputShapes)
+    for (auto &In : *G.mutable_input())
+      if (In.name() == Name) {
+        auto *TT = In.mutable_type()->mutable_tensor_type();
+        TT->clear_shape();
+        // Shapes the file stores for outputs and intermediates were
+        // computed for the old input shape: drop them.
+        G.clear_value_info();
+        for (auto &Out : *G.mutable_output())
+          if (Out.type().has_tensor_type())
+            Out.mutable_type()->mutable_tensor_type()->clear_shape();
+        auto *S = TT->mutable_shape();
+        for (int64_t D : Dims)
+          S->add_dim()->set_dim_value(D);
+      }
+  if (Opts.DimBindings.empty())
+    return;
+  llvm::StringMap<int64_t> Bindings;
+  for (const auto &[Name, N] : Opts.DimBindings)
+    Bindings[Name] = N;
+  llvm::StringSet<> Used;
+  for (auto *List : {G.mutable_input(), G.mutable_output(), G.mutable_value_info()})
+    for (auto &VI : *List)
+      if (VI.type().has_tensor_type() && VI.type().tensor_type().has_shape())
+        setDims(*VI.mutable_type()->mutable_tensor_type()->mutable_shape(),
+                Bindings, Used);
+}
+
+/// Applies --input-shape and --dim to the imported IR: the main graph's
+/// inputs, and the shapes the file declares for its outputs and
+/// intermediates. Errors name what is not there.
+Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
+  Graph &G = *M.Main;
+  for (const auto &[Name, Dims] : Opts.InputShapes) {
+    Value *In = nullptr;
+    std::string Names;
+    for (Value *V : G.Inputs) {
+      if (V->Name == Name)
+        In = V;
+      Names += (Names.empty() ? "" : ", ") + V->Name;
+    }
+    if (!In)
+      return fileError(File, formatv("--input-shape: no graph input named '{0}' "
+                                     "(inputs: {1})",
+                                     Name, Names));
+    if (In->isInitializer()) // an old exporter lists its weights as inputs
+      return fileError(File, formatv("--input-shape: '{0}' is an initializer (a weight "
+                                     "whose shape its data fixes), not an input",
+                                     Name));
+    // Shapes the file stores for outputs and intermediates were computed for
+    // the old input shape: drop them so shape inference recomputes them.
+    for (Value &V : G.Values)
+      if (V.Kind == ValueKind::Intermediate)
+        V.Shp.reset();
+    In->Shp.emplace();
+    for (int64_t D : Dims)
+      In->Shp->Dims.push_back(Dim::known(D));
+  }
+  if (Opts.DimBindings.empty())
+    return Error::success();
+  llvm::StringMap<int64_t> Bindings;
+  for (const auto &[Name, N] : Opts.DimBindings)
+    Bindings[Name] = N;
+  llvm::StringSet<> Used;
+  for (Value &V : G.Values)
+    if (V.Shp)
+      for (Dim &D : V.Shp->Dims)
+        if (!D.isKnown() && !D.symbol().empty()) {
+          auto It = Bindings.find(D.symbol());
+          if (It != Bindings.end()) {
+            Used.insert(D.symbol());
+            D = Dim::known(It->second);
+          }
+        }
+  for (const auto &[Name, N] : Opts.DimBindings)
+    if (!Used.contains(Name)) {
+      std::set<std::string> Symbols;
+      for (const Value *V : G.Inputs)
+        if (V->Shp)
+          for (const Dim &D : V->Shp->Dims)
+            if (!D.isKnown() && !D.symbol().empty())
+              Symbols.insert(D.symbol().str());
+      std::string List;
+      for (const auto &S : Symbols)
+        List += (List.empty() ? "" : ", ") + S;
+      return fileError(File, formatv("--dim {0}: the model has no dimension named "
+                                     "'{0}' (symbolic dims of its inputs: {1})",
+                                     Name, List.empty() ? "none" : List));
+    }
+  return Error::success();
+}
+
+void inferShapesInProcess(llvm::StringRef File, onnx::ModelProto &Proto,
+                          DiagnosticEngine &Diags) {
+  // Strict first, so that a broken model is reported; then leniently, so that
+  // one op ONNX cannot infer does not cost the shapes of all the others.
+  try {
+    onnx::shape_inference::InferShapes(Proto, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 1, true));
+    return;
+  } catch (const std::exception &E) {
+    llvm::StringRef Msg = E.what();
+    Diags.warn(File, "ONNX shape inference: " + Msg.trim() +
+                         " (continuing with what can be inferred)");
+  }
+  try {
+    onnx::shape_inference::InferShapes(Proto, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception &E) {
+    Diags.warn(File, llvm::Twine("ONNX shape inference failed: ") + E.what());
+  }
+}
+
+/// ONNX 1.12's shape inference dereferences null pointers on some malformed
+/// graphs (fuzzing found six: Shape or EyeLike of an undefined input, Scan
+/// without a body, Conv with mismatched ranks, LayerNormalization with an
+/// out-of-range axis). It runs in a child process: the child sends back the
+/// inferred model and its warnings; if it dies or hangs, ridge warns and
+/// keeps the shapes it has.
+void inferShapesWithOnnx(llvm::StringRef File, onnx::ModelProto &Proto, DiagnosticEngine &Diags) {
+  // ridge plan loads on two threads: one fork at a time, and ONNX's schema
+  // registry built here, so that no child inherits it half-built.
+  static std::mutex OneAtATime;
+  std::lock_guard<std::mutex> Lock(OneAtATime);
+  (void)onnx::OpSchemaRegistry::Instance();
+  int Pipe[2];
+  if (pipe(Pipe) != 0) {
+    inferShapesInProcess(File, Proto, Diags);
+    return;
+  }
+  fflush(nullptr);
+  pid_t Child = fork();
+  if (Child < 0) {
+    close(Pipe[0]);
+    close(Pipe[1]);
+    inferShapesInProcess(File, Proto, Diags);
+    return;
+  }
+  if (Child == 0) {
+    close(Pipe[0]);
+    // The parent reports a crash; the child must not print LLVM's stack dump.
+    for (int Sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM})
+      signal(Sig, SIG_DFL);
+    alarm(120); // a hang is reported like a crash
+    DiagnosticEngine ChildDiags;
+    inferShapesInProcess(File, Proto, ChildDiags);
+    // Message: warning count, each warning (length-prefixed), the model.
+    std::string Out;
+    auto Put = [&](llvm::StringRef S) {
+      uint64_t N = S.size();
+      Out.append(reinterpret_cast<const char *>(&N), sizeof N);
+      Out.append(S.data(), S.size());
+    };
+    std::string Count = std::to_string(ChildDiags.warnings().size());
+    Put(Count);
+    for (const std::string &W : ChildDiags.warnings())
+      Put(W);
+    Put(Proto.SerializeAsString());
+    const char *P = Out.data();
+    size_t Left = Out.size();
+    while (Left > 0) {
+      ssize_t W = write(Pipe[1], P, Left);
+      if (W <= 0)
+        _exit(3);
+      P += W;
+      Left -= size_t(W);
+    }
+    _exit(0);
+  }
+  close(Pipe[1]);
+  std::string In;
+  char Buf[1 << 16];
+  for (;;) {
+    ssize_t R = read(Pipe[0], Buf, sizeof Buf);
+    if (R < 0 && errno == EINTR)
+      continue;
+    if (R <= 0)
+      break;
+    In.append(Buf, size_t(R));
+  }
+  close(Pipe[0]);
+  int Status = 0;
+  while (waitpid(Child, &Status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(Status) || WEXITSTATUS(Status) != 0) {
+    Diags.warn(File, WIFSIGNALED(Status)
+                         ? llvm::Twine("ONNX shape inference crashed (signal ") +
+                               llvm::Twine(WTERMSIG(Status)) +
+                               ") on this model; continuing without its shapes"
+                         : llvm::Twine("ONNX shape inference did not finish; continuing "
+                                       "without its shapes"));
+    return;
+  }
+  size_t Off = 0;
+  auto Get = [&](std::string &S) {
+    uint64_t N;
+    if (Off + sizeof N > In.size())
+      return false;
+    std::memcpy(&N, In.data() + Off, sizeof N);
+    Off += sizeof N;
+    if (N > In.size() - Off)
+      return false;
+    S.assign(In.data() + Off, N);
+    Off += N;
+    return true;
+  };
+  std::string Count, Model;
+  if (!Get(Count))
+    return;
+  for (unsigned long I = 0, E = std::stoul(Count); I < E; ++I) {
+    std::string W;
+    if (!Get(W))
+      return;
+    Diags.warn("", W); // the child's warnings already name the file
+  }
+  if (Get(Model))
+    Proto.ParseFromString(Model);
+}
+
+/// Inlines calls of model-local functions (as onnx-mlir and onnxruntime
+/// do): each call becomes the function's nodes, formal inputs and outputs
+/// bound to the call's, internal values prefixed with the call's name,
+/// attribute references resolved from the call; inside the body's subgraphs
+/// (If branches, Loop bodies) too. Nested calls are inlined too, up to a
+/// depth that rejects recursion.
+class FunctionInliner {
+public:
+  FunctionInliner(llvm::StringRef File, onnx::ModelProto &Proto) : File(File), Proto(Proto) {
+    for (const auto &F : Proto.functions())
+      Functions[key(F.domain(), F.name())] = &F;
+  }
+
+  Error run() {
+    if (Functions.empty())
+      return Error::success();
+    return inlineGraph(*Proto.mutable_graph(), 0);
+  }
+
+private:
+  llvm::StringRef File;
+  onnx::ModelProto &Proto;
+  llvm::StringMap<const onnx::FunctionProto *> Functions;
+
+  static std::string key(llvm::StringRef Domain, llvm::StringRef Name) {
+    return (Domain + "\x1f" + Name).str();
+  }
+
+  Error inlineGraph(onnx::GraphProto &G, unsigned Depth) {
+    for (auto &N : *G.mutable_node())
+      for (auto &A : *N.mutable_attribute()) {
+        if (A.has_g())
+          if (Error E = inlineGraph(*A.mutable_g(), Depth))
+            return E;
+        for (auto &Sub : *A.mutable_graphs())
+          if (Error E = inlineGraph(Sub, Depth))
+            return E;
+      }
+    bool Any = false;
+    for (const auto &N : G.node())
+      Any |= Functions.count(key(N.domain(), N.op_type())) > 0;
+    if (!Any)
+      return Error::success();
+    if (Depth > 32)
+      return fileError(File, "model-local functions call each other more than 32 deep "
+                             "(recursion?)");
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> Out;
+    for (int I = 0; I < G.node_size(); ++I) {
+      const onnx::NodeProto &N = G.node(I);
+      auto It = Functions.find(key(N.domain(), N.op_type()));
+      if (It == Functions.end()) {
+        *Out.Add() = N;
+        continue;
+      }
+      // An unnamed call is named as the importer would name it.
+      expand(N, N.name().empty() ? N.op_type() + "_" + std::to_string(I) : N.name(),
+             *It->second, Out);
+    }
+    *G.mutable_node() = std::move(Out);
+    return inlineGraph(G, Depth + 1); // calls inside the inlined bodies
+  }
+
+  using NameMap = std::function<std::string(const std::string &)>;
+  using CallAttrMap = std::map<std::string, const onnx::AttributeProto *>;
+
+  /// A body node as it stands in the caller: values renamed, attribute
+  /// references taken from the call (or dropped: the default applies), and
+  /// the same done inside its subgraphs.
+  static void rewriteNode(onnx::NodeProto &N, const NameMap &Map, const CallAttrMap &CallAttrs,
+                          const std::string &Prefix) {
+    for (auto &In : *N.mutable_input())
+      In = Map(In);
+    for (auto &O : *N.mutable_output())
+      O = Map(O);
+    google::protobuf::RepeatedPtrField<onnx::AttributeProto> Attrs;
+    for (const auto &A : N.attribute()) {
+      if (A.ref_attr_name().empty()) {
+        onnx::AttributeProto Copy = A;
+        if (Copy.has_g())
+          rewriteGraph(*Copy.mutable_g(), Map, CallAttrs, Prefix);
+        for (auto &G : *Copy.mutable_graphs())
+          rewriteGraph(G, Map, CallAttrs, Prefix);
+        *Attrs.Add() = std::move(Copy);
+        continue;
+      }
+      auto It = CallAttrs.find(A.ref_attr_name());
+      if (It == CallAttrs.end())
+        continue;
+      onnx::AttributeProto Resolved = *It->second;
+      Resolved.set_name(A.name());
+      *Attrs.Add() = std::move(Resolved);
+    }
+    *N.mutable_attribute() = std::move(Attrs);
+    if (N.domain().empty() || N.domain() == "ai.onnx")
+      N.clear_domain();
+  }
+
+  /// A subgraph of a body node: every name in it is the function's own (a
+  /// body reaches outside only through its formals), so all are renamed the
+  /// same way; the graph and its named nodes are prefixed like the body.
+  static void rewriteGraph(onnx::GraphProto &G, const NameMap &Map, const CallAttrMap &CallAttrs,
+                           const std::string &Prefix) {
+    G.set_name(Prefix + G.name());
+    for (auto *List : {G.mutable_input(), G.mutable_output(), G.mutable_value_info()})
+      for (auto &VI : *List)
+        VI.set_name(Map(VI.name()));
+    for (auto &T : *G.mutable_initializer())
+      T.set_name(Map(T.name()));
+    for (auto &ST : *G.mutable_sparse_initializer()) {
+      ST.mutable_values()->set_name(Map(ST.values().name()));
+      ST.mutable_indices()->set_name(Map(ST.indices().name()));
+    }
+    for (auto &N : *G.mutable_node()) {
+      if (!N.name().empty())
+        N.set_name(Prefix + N.name());
+      rewriteNode(N, Map, CallAttrs, Prefix);
+    }
+  }
+
+  void expand(const onnx::NodeProto &Call, const std::string &CallName,
+              const onnx::FunctionProto &F,
+              google::protobuf::RepeatedPtrField<onnx::NodeProto> &Out) {
+    std::string Prefix = CallName + "/";
+    std::map<std::string, std::string> Rename;
+    for (int I = 0; I < F.input_size(); ++I)
+      Rename[F.input(I)] = I < Call.input_size() ? Call.input(I) : std::string();
+    for (int I = 0; I < F.output_size(); ++I)
+      Rename[F.output(I)] = I < Call.output_size() ? Call.output(I) : std::string();
+    NameMap Map = [&](const std::string &Name) {
+      if (Name.empty())
+        return Name;
+      auto It = Rename.find(Name);
+      return It != Rename.end() ? It->second : Prefix + Name;
+    };
+    CallAttrMap CallAttrs;
+    for (const auto &A : Call.attribute())
+      CallAttrs[A.name()] = &A;
+    int K = 0;
+    for (const auto &BodyNode : F.node()) {
+      onnx::NodeProto N = BodyNode;
+      N.set_name(Prefix + (BodyNode.name().empty()
+                               ? BodyNode.op_type() + "_" + std::to_string(K)
+                               : BodyNode.name()));
+      ++K;
+      rewriteNode(N, Map, CallAttrs, Prefix);
+      *Out.Add() = std::move(N);
+    }
+  }
+};
+
+/// One diagnostic listing the values whose shapes are still unknown.
+void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
+  std::vector<std::string> Items;
+  std::set<std::string> Symbols;
+  size_t Count = 0;
+  M.Main->walk([&](const Node &N) {
+    for (Value *V : N.Outputs) {
+      if (!V || V->hasKnownShape() || V->NonTensor)
+        continue;
+      ++Count;
+      if (V->Shp)
+        for (const Dim &D : V->Shp->Dims)
+          if (!D.isKnown() && !D.symbol().empty())
+            Symbols.insert(D.symbol().str());
+      if (Items.size() < 8)
+        Items.push_back(formatv("'{0}' ({1} output, {2})", V->Name, N.OpType,
+                                V->Shp ? "dims " + V->Shp->str() : "rank unknown")
+                            .str());
+    }
+  });
+  if (!Count)
+    return;
+  std::string Msg = formatv("{0} value(s) have unknown shapes: ", Count).str();
+  for (size_t I = 0; I < Items.size(); ++I)
+    Msg += (I ? ", " : "") + Items[I];
+  if (Count > Items.size())
+    Msg += formatv(", and {0} more", Count - Items.size()).str();
+  if (!Symbols.empty()) {
+    Msg += "; unbound symbols:";
+    for (const auto &S : Symbols)
+      Msg += " " + S;
+    Msg += " (bind them with --dim NAME=N)";
+  }
+  Msg += "; ops reading them are reported as unmodeled";
+  Diags.warn(M.Path, Msg);
+}
+
+} // namespace
+
+struct ModelSource::Parsed {
+  /// The file as read (mapped): the fast path decodes it in place.
+  std::unique_ptr<llvm::MemoryBuffer> File;
+  /// The protobuf path's model, serialized for the decoder (text files,
+  /// files with functions or anything else strict decoding leaves to
+  /// protobuf).
+  std::string Serialized;
+  bool FromProtobuf = false; ///< Wire refers into Serialized, not File
+  wire::Model Wire;
+  std::string Dir;  ///< where external data locations are resolved
+  uint64_t FileBytes = 0, Skipped = 0;
+  /// The model as protobuf objects, for ONNX's shape inference (the
+  /// fallback): parsed on first need, once for both loads.
+  std::once_flag ProtoOnce;
+  std::unique_ptr<onnx::ModelProto> Proto;
+  std::string ProtoError;
+};
+
+ModelSource::~ModelSource() = default;
+
+llvm::Expected<std::unique_ptr<ModelSource>> ModelSource::open(llvm::StringRef Path,
+                                                               const LoadOptions &Opts) {
+  std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer, "load: read file");
+  auto BufOrErr = Path == "-" ? llvm::MemoryBuffer::getSTDIN()
+                              : llvm::MemoryBuffer::getFile(
+                                    Path, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+  if (!BufOrErr)
+    return fileError(Path, BufOrErr.getError().message());
+  std::unique_ptr<ModelSource> Src(new ModelSource);
+  Src->Path = Path.str();
+  Src->P = std::make_unique<Parsed>();
+  Parsed &P = *Src->P;
+  P.File = std::move(*BufOrErr);
+  llvm::StringRef Bytes = P.File->getBuffer();
+  adviseRandomAccess(Bytes);
+  P.FileBytes = Bytes.size();
+
+  // A binary file is decoded where it lies (tensor payloads skipped, no
+  // protobuf objects); what strict decoding leaves to protobuf (malformed
+  // bytes, which protobuf reports; functions, which it inlines; rare
+  // fields) and text files take the protobuf path, serialized for the same
+  // decoder.
+  Phase.emplace(Opts.Timer, "load: parse");
+  wire::DecodeOptions Strict;
+  Strict.KeepPayloadBytes = Opts.Lean.KeepPayloadBytes;
+  Strict.MaxDepth = Opts.Lean.MaxDepth;
+  bool Text = looksLikeText(Path, Bytes);
+  if (Text || Bytes.empty() || !wire::decodeModel(Bytes, P.Wire, Strict) || !P.Wire.HasGraph) {
+    google::protobuf::Arena Arena;
+    auto *Proto = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&Arena);
+    P.Skipped = 0;
+    if (Text) {
+      if (Error E = parseText(Path, Bytes, *Proto))
+        return E;
+    } else if (Error E = parseBinary(Path, Bytes, Opts.Lean, *Proto, P.Skipped)) {
+      return E;
+    }
+    if (Error E = FunctionInliner(Path, *Proto).run())
+      return E;
+    P.Serialized = Proto->SerializeAsString();
+    P.Wire = wire::Model();
+    if (!wire::decodeModel(P.Serialized, P.Wire, wire::trustedDecode()))
+      return fileError(Path, "cannot decode the model protobuf parsed (internal error)");
+    P.FromProtobuf = true;
+    P.File.reset(); // everything needed is in Serialized
+  } else {
+    P.Skipped = P.Wire.SkippedPayloadBytes;
+  }
+
+  llvm::SmallString<256> Dir(Path == "-" ? "." : Path);
+  llvm::sys::path::remove_filename(Dir);
+  P.Dir = Dir.empty() ? "." : Dir.str().str();
+
+  // The inputs as declared, for binding a batch dim without importing
+  // (old exporters list initializers among the inputs: those are left out).
+  const wire::Graph &G = P.Wire.G;
+  llvm::StringSet<> Inits, Names;
+  for (const auto &VI : G.Inputs)
+    Names.insert(VI.Name);
+  for (const auto &T : G.Initializers)
+    if (Names.contains(T.Name))
+      Inits.insert(T.Name);
+  for (const auto &T : G.SparseInitializers)
+    if (Names.contains(T.Values.Name))
+      Inits.insert(T.Values.Name);
+  for (const auto &VI : G.Inputs) {
+    if (Inits.contains(VI.Name))
+      continue;
+    Input In;
+    In.Name = VI.Name.str();
+    In.Ranked = VI.Ty.K == wire::Type::Kind::Tensor && VI.Ty.HasShape;
+    if (In.Ranked)
+      for (const wire::Dimension &D : VI.Ty.Dims)
+        In.Dims.push_back(D.K == wire::Dimension::Kind::Value ? Dim::known(D.Value)
+                                                               : Dim::symbolic(D.Param));
+    Src->Inputs.push_back(std::move(In));
+  }
+  return Src;
+}
+
+/// The model as protobuf objects (for ONNX's shape inference), parsed on
+/// first use: from what the protobuf path serialized, or from the file.
+static const onnx::ModelProto *protoOf(llvm::StringRef Path, ModelSource::Parsed &P,
+                                       const LoadOptions &Opts) {
+  std::call_once(P.ProtoOnce, [&] {
+    P.Proto = std::make_unique<onnx::ModelProto>();
+    uint64_t Skipped = 0;
+    if (P.FromProtobuf) {
+      if (!P.Proto->ParseFromString(P.Serialized))
+        P.ProtoError = "cannot parse the model serialized (internal error)";
+    } else if (Error E = parseBinary(Path, P.File->getBuffer(), Opts.Lean, *P.Proto, Skipped)) {
+      P.ProtoError = llvm::toString(std::move(E));
+    }
+  });
+  return P.ProtoError.empty() ? P.Proto.get() : nullptr;
+}
+
+llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts,
+                                                         DiagnosticEngine &Diags) const {
+  // A decoded model, or ONNX's inferred protobuf (importModel serializes
+  // and decodes it).
+  auto Import = [&](const auto &Proto) -> llvm::Expected<std::unique_ptr<Model>> {
+    try {
+      return importModel(Proto, Path, P->Dir, Diags);
+    } catch (const std::exception &E) {
+      return fileError(Path, llvm::Twine("cannot import model: ") + E.what());
+    }
+  };
+  // Import first: it validates the graph (every input defined, no cycle)
+  // before any shape inference sees it. Then the bindings, on the IR (the
+  // decoded file stays as it is for the next load). Then ridge's own shape
+  // rules; ONNX's inference (in a child process) only for what they leave
+  // unknown.
+  std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer, "load: import to IR");
+  llvm::Expected<std::unique_ptr<Model>> M = Import(P->Wire);
+  if (!M)
+    return M.takeError();
+  if (Error E = bindShapes(Path, **M, Opts))
+    return E;
+  if (Opts.InferShapes) {
+    Phase.emplace(Opts.Timer, "load: shape inference");
+    ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
+    if (Stats.Unknown > 0) {
+      Phase.emplace(Opts.Timer, "load: ONNX shape inference (fallback)");
+      const onnx::ModelProto *Parsed = protoOf(Path, *P, Opts);
+      if (!Parsed)
+        return fileError(Path, P->ProtoError);
+      onnx::ModelProto Bound(*Parsed);
+      applyBindings(Bound, Opts);
+      inferShapesWithOnnx(Path, Bound, Diags);
+      Phase.emplace(Opts.Timer, "load: import to IR");
+      auto Again = Import(Bound);
+      if (!Again)
+        return Again.takeError();
+      M = std::move(Again);
+      Phase.emplace(Opts.Timer, "load: shape inference");
+      ridge::inferShapes(*(*M)->Main, **M);
+    }
+  }
+  (*M)->FileBytes = P->FileBytes;
+  (*M)->SkippedPayloadBytes = P->Skipped;
+  reportUnknownShapes(**M, Diags);
+  return M;
+}
+
+size_t ModelSource::numNodes() const { return P->Wire.G.Nodes.size(); }
+
+llvm::Expected<std::unique_ptr<Model>>
+ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
+                 DiagnosticEngine &Diags) {
+  auto Src = ModelSource::open(Path, Opts);
+  if (!Src)
+    return Src.takeError();
+  return (*Src)->load(Opts, Diags);
+}
+
+llvm::Expected<std::pair<std::string, int64_t>>
+ridge::parseDimBinding(llvm::StringRef S) {
+  auto [Name, Num] = S.split('=');
+  int64_t N;
+  if (Name.empty() || Num.getAsInteger(10, N) || N < 0)
+    return usageError(formatv("--dim '{0}': expected NAME=N with N >= 0", S));
+  return std::make_pair(Name.str(), N);
+}
+
+llvm::Expected<std::pair<std::string, std::vector<int64_t>>>
+ridge::parseInputShape(llvm::StringRef S) {
+  auto [Name, Dims] = S.rsplit('=');
+  if (Name.empty() || Dims.empty())
+    return usageError(formatv("--input-shape '{0}': expected NAME=AxBxC", S));
+  std::vector<int64_t> Out;
+  llvm::SmallVector<llvm::StringRef, 8> Parts;
+  Dims.split(Parts, 'x');
+  for (llvm::StringRef P : Parts) {
+    int64_t N;
+    if (P.getAsInteger(10, N) || N < 0)
+      return usageError(formatv("--input-shape '{0}': dim '{1}' is not a "
+                                "non-negative integer",
+                                S, P));
+    Out.push_back(N);
+  }
+  return std::make_pair(Name.str(), Out);
+}
+
+llvm::Expected<std::unique_ptr<Model>>
+ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
+                        llvm::StringRef BatchDim, int64_t Batch, DiagnosticEngine &Diags) {
+  LoadOptions LO = Opts;
+  // The inputs as the file declares them, with the user's --input-shape.
+  std::vector<ModelSource::Input> Declared = Src.inputs();
+  for (ModelSource::Input &In : Declared)
+    for (const auto &[Name, Dims] : Opts.InputShapes)
+      if (Name == In.Name) {
+        In.Ranked = true;
+        In.Dims.clear();
+        for (int64_t D : Dims)
+          In.Dims.push_back(Dim::known(D));
+      }
+  std::vector<const ModelSource::Input *> Inputs;
+  for (const ModelSource::Input &In : Declared)
+    if (In.Ranked && !In.Dims.empty())
+      Inputs.push_back(&In);
+  // The batch dims: --batch-dim's names, else the first input's dim 0 when
+  // symbolic. The plan sets them: a --dim of one would contradict it.
+  std::vector<std::string> Batched;
+  llvm::SmallVector<llvm::StringRef, 2> Names;
+  BatchDim.split(Names, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef N : Names)
+    if (!N.trim().empty())
+      Batched.push_back(N.trim().str());
+  bool Named = !Batched.empty();
+  if (!Named && !Inputs.empty() && !Inputs.front()->Dims[0].isKnown() &&
+      !Inputs.front()->Dims[0].symbol().empty())
+    Batched.push_back(Inputs.front()->Dims[0].symbol().str());
+  for (const auto &[Name, N] : Opts.DimBindings)
+    if (llvm::is_contained(Batched, Name))
+      return fileError(Src.path(), formatv("--dim {0}: '{0}' is the batch dimension, which "
+                                           "plan sets itself (--global-batch, --micro-batch)",
+                                           Name));
+  // Then the user's --dim bindings.
+  for (ModelSource::Input &In : Declared)
+    for (Dim &D : In.Dims)
+      for (const auto &[Name, N] : Opts.DimBindings)
+        if (!D.isKnown() && D.symbol().name() == Name)
+          D = Dim::known(N);
+  // An input dim left symbolic keeps the ops that read it from being
+  // costed: often a second name for the batch (torch names each input's
+  // dynamic axis apart unless told otherwise). Bound says whether the plan
+  // sets an input dim; SetsWhat says what it sets. (In a fixed-batch
+  // export, naming a symbolic dim as the batch would leave the fixed one:
+  // only --dim is offered there.)
+  auto WarnUnbound = [&](llvm::function_ref<bool(const ModelSource::Input &, size_t)> Bound,
+                         const std::string &SetsWhat) {
+    std::vector<std::string> Unbound;
+    std::string FirstSymbol;
+    for (const ModelSource::Input *In : Inputs)
+      for (size_t I = 0; I < In->Dims.size(); ++I) {
+        const Dim &D = In->Dims[I];
+        if (D.isKnown() || D.symbol().empty() || Bound(*In, I))
+          continue;
+        if (FirstSymbol.empty())
+          FirstSymbol = D.symbol().str();
+        Unbound.push_back(formatv("'{0}' dim {1} ({2})", In->Name, I, D.symbol().name()).str());
+      }
+    if (Unbound.empty())
+      return;
+    std::string Fix =
+        Batched.empty()
+            ? formatv("bind it (--dim {0}=N)", FirstSymbol).str()
+            : formatv("if it is the batch too, name both (--batch-dim {0},{1}); else bind it "
+                      "(--dim {1}=N)",
+                      llvm::join(Batched, ","), FirstSymbol)
+                  .str();
+    Diags.warn(Src.path(),
+               formatv("plan: input {0} {1} not bound, and what reads it cannot be costed: the "
+                       "plan sets only {2} to the micro-batch; {3}",
+                       llvm::join(Unbound, ", "), Unbound.size() == 1 ? "is" : "are", SetsWhat,
+                       Fix));
+  };
+  if (!Batched.empty()) {
+    // (A name no input has is the load's error to report.)
+    auto Declares = [&](const std::string &Name) {
+      return llvm::any_of(Inputs, [&](const ModelSource::Input *In) {
+        return llvm::any_of(In->Dims, [&](const Dim &D) { return D.symbol().name() == Name; });
+      });
+    };
+    if (llvm::all_of(Batched, Declares))
+      WarnUnbound(
+          [&](const ModelSource::Input &In, size_t I) {
+            return llvm::is_contained(Batched, In.Dims[I].symbol().str());
+          },
+          Named ? formatv("--batch-dim {0}", llvm::join(Batched, ",")).str()
+                : formatv("the first input's dim 0 ({0})", Batched[0]).str());
+    for (const std::string &Name : Batched)
+      LO.DimBindings.emplace_back(Name, Batch);
+    return Src.load(LO, Diags);
+  }
+  if (Inputs.empty())
+    return fileError(Src.path(), "no graph input has a batch dimension to bind (use --batch-dim)");
+  // A fixed-batch export: dim 0 of each input that has the first input's
+  // (the batch it was exported with) is replaced. An input with another
+  // dim 0 is not batched (a [5] bias beside a [3, 4, 5] input: replaced,
+  // it broadcast at micro-batch 1 and clashed at 2).
+  const Dim Exported = Inputs.front()->Dims[0];
+  // (A replaced input's other dims must be known: an error below.)
+  WarnUnbound([&](const ModelSource::Input &In, size_t) { return In.Dims[0] == Exported; },
+              formatv("dim 0 of the inputs whose dim 0 is the first input's ({0})",
+                      Exported.isKnown() ? std::to_string(Exported.extent()) : "?")
+                  .str());
+  for (const ModelSource::Input *In : Inputs) {
+    if (!(In->Dims[0] == Exported))
+      continue;
+    std::vector<int64_t> Dims{Batch};
+    for (size_t I = 1; I < In->Dims.size(); ++I) {
+      if (!In->Dims[I].isKnown())
+        return fileError(Src.path(),
+                         formatv("input '{0}' has unknown dim {1}: bind it with --dim "
+                                 "or name the batch dim with --batch-dim",
+                                 In->Name, I));
+      Dims.push_back(In->Dims[I].extent());
+    }
+    LO.InputShapes.emplace_back(In->Name, Dims);
+  }
+  return Src.load(LO, Diags);
+}

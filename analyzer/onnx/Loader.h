@@ -1,0 +1,88 @@
+//===- Loader.h - Load an ONNX model file into the IR -----------*- C++ -*-===//
+#ifndef RIDGE_ANALYZER_ONNX_LOADER_H
+#define RIDGE_ANALYZER_ONNX_LOADER_H
+
+#include "analyzer/Diagnostics.h"
+#include "analyzer/ir/IR.h"
+#include "analyzer/onnx/LeanReader.h"
+#include "analyzer/Timing.h"
+#include "llvm/Support/Error.h"
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+struct LoadOptions {
+  /// --dim NAME=N: binds a symbolic dim everywhere it appears.
+  std::vector<std::pair<std::string, int64_t>> DimBindings;
+  /// --input-shape NAME=AxBxC: replaces a graph input's shape.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> InputShapes;
+  bool InferShapes = true;
+  LeanReadOptions Lean;
+  Timing *Timer = nullptr; ///< --timing: phases "read", "parse", ...
+};
+
+/// A model file read and decoded once (weights skipped, model-local
+/// functions inlined), from which the IR can be built any number of times
+/// with different dim bindings: `ridge plan` needs the graph at two batch
+/// sizes and decodes it once. load() only reads what open() decoded (and
+/// parses protobuf objects once, under a lock, if ONNX's shape inference is
+/// needed), so two threads may load from one source at once.
+class ModelSource {
+public:
+  ~ModelSource();
+  /// Reads and parses a binary .onnx, a textual .onnxtxt, or "-" (stdin,
+  /// either form). Errors name the file. Only Opts.Lean and Opts.Timer are
+  /// read here.
+  static llvm::Expected<std::unique_ptr<ModelSource>> open(llvm::StringRef Path,
+                                                           const LoadOptions &Opts);
+  /// Imports the graph, applies Opts' dim bindings and input shapes, and
+  /// infers shapes. Warnings (missing external data, shapes left unknown,
+  /// relaxed shape inference) go to Diags.
+  llvm::Expected<std::unique_ptr<Model>> load(const LoadOptions &Opts,
+                                              DiagnosticEngine &Diags) const;
+  llvm::StringRef path() const { return Path; }
+  /// Nodes of the main graph as the file lists them (subgraphs not counted).
+  size_t numNodes() const;
+
+  /// A graph input as the file declares it (initializers excluded).
+  struct Input {
+    std::string Name;
+    bool Ranked = false;
+    std::vector<Dim> Dims;
+  };
+  const std::vector<Input> &inputs() const { return Inputs; }
+
+  struct Parsed;
+
+private:
+  ModelSource() = default;
+  std::string Path;
+  std::unique_ptr<Parsed> P;
+  std::vector<Input> Inputs;
+};
+
+/// ModelSource::open then load.
+llvm::Expected<std::unique_ptr<Model>>
+loadModel(llvm::StringRef Path, const LoadOptions &Opts, DiagnosticEngine &Diags);
+
+/// Loads Src with its batch dimension bound to Batch: the symbolic dims
+/// BatchDim names (comma-separated) if any, else the first graph input's
+/// dim 0 when symbolic, else dim 0 of every graph input that has the first
+/// input's is replaced (a fixed-batch export). Warns of input dims left
+/// symbolic.
+llvm::Expected<std::unique_ptr<Model>> loadModelAtBatch(const ModelSource &Src,
+                                                        const LoadOptions &Opts,
+                                                        llvm::StringRef BatchDim, int64_t Batch,
+                                                        DiagnosticEngine &Diags);
+
+/// Parses "NAME=N" for --dim.
+llvm::Expected<std::pair<std::string, int64_t>> parseDimBinding(llvm::StringRef S);
+/// Parses "NAME=1x3x224x224" for --input-shape.
+llvm::Expected<std::pair<std::string, std::vector<int64_t>>>
+parseInputShape(llvm::StringRef S);
+
+} // namespace ridge
+
+#endif

@@ -1,0 +1,59 @@
+//===- ShapeInference.h - ridge's own shape and small-value inference -*- C++ -*-===//
+//
+// Infers the element types and shapes of node outputs on ridge's IR, in one
+// pass over the nodes in topological order, without ONNX's C++ inference (too
+// slow on 100k-node graphs, and its data propagation stops at common torch
+// export patterns such as Shape -> Gather -> Add -> Unsqueeze -> Slice).
+//
+// Alongside shapes it propagates the values of small integer tensors (rank <=
+// 1, at most 64 elements): shape vectors, axes, Slice bounds. An element is
+// known, a dim's symbol (Shape of a [batch,128] input is [batch,128]) or
+// unknown, so "batch" flows through Gather/Concat into a Reshape target and
+// out as the symbol "batch". Fully known int32/int64 values are stored in
+// Value::IntData.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_ANALYZER_SHAPES_SHAPEINFERENCE_H
+#define RIDGE_ANALYZER_SHAPES_SHAPEINFERENCE_H
+
+#include "analyzer/ir/IR.h"
+#include "llvm/ADT/StringRef.h"
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+struct ShapeInferenceStats {
+  /// Nodes of the graph and its subgraphs (not of model-local function bodies).
+  size_t Nodes = 0;
+  /// Nodes whose every output has a (ranked) shape after inference (or, for
+  /// a sequence or optional output, a known element type).
+  size_t Inferred = 0;
+  /// Nodes with an output left without a shape (Nodes - Inferred).
+  size_t Unknown = 0;
+  /// Op types ridge has no rule for, deduplicated, sorted: "Op" for the
+  /// default domain, "domain:Op" otherwise.
+  std::vector<std::string> UnknownOps;
+};
+
+/// Infers element types, shapes and (for small int64/int32 tensors) values of
+/// every node output in G and its subgraphs, in topological order, from graph
+/// inputs, initializers (Value::Shp, Value::IntData) and attributes. Constant
+/// nodes read small tensor payloads from Attribute::Ints (integer tensors) and
+/// Attribute::Floats (floating-point tensors) when the loader stored them
+/// there (their size equals the tensor's element count).
+///
+/// Never overwrites a shape already present on a value unless it is less
+/// specific: unknown dims may be refined to symbolic or known ones, symbolic
+/// ones to known ones; a present shape of another rank is kept. Calls of
+/// model-local functions are inferred through the function's body (whose
+/// values are cleared and hold the last call's shapes afterwards). Never fails
+/// hard: an op it cannot infer leaves its outputs untouched.
+ShapeInferenceStats inferShapes(Graph &G, const Model &M);
+
+/// Whether ridge has a shape rule for the op (Domain "" is ai.onnx).
+bool hasShapeRule(llvm::StringRef Domain, llvm::StringRef OpType);
+
+} // namespace ridge
+
+#endif

@@ -1,0 +1,117 @@
+//===- Device.h - Device descriptions for the roofline ----------*- C++ -*-===//
+//
+// A Device is one accelerator (or CPU socket) and the machine it sits in, read
+// from a YAML file in devices/ (see devices/README.md for the keys and units).
+// Every number is validated on load, and every failure names the file and,
+// where the YAML parser knows it, the line and column at fault.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_DEVICES_DEVICE_H
+#define RIDGE_DEVICES_DEVICE_H
+
+#include "analyzer/ir/DType.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+/// One link (host PCIe, scale-up, scale-out). Absent links have Bandwidth 0.
+struct LinkSpec {
+  std::string Name;
+  double Bandwidth = 0; ///< bytes/s per direction, per device
+  double Latency = 0;   ///< seconds
+  bool present() const { return Bandwidth > 0; }
+};
+
+/// Achievable fraction of a peak as a step function of an op's size (FLOPs
+/// or bytes): the first step whose threshold the size reaches, thresholds
+/// descending, the last one 0 (Calculon's gflops_efficiency / MB_efficiency).
+struct EfficiencyCurve {
+  std::vector<std::pair<double, double>> Steps; ///< (threshold, efficiency)
+  bool empty() const { return Steps.empty(); }
+  double at(double Size) const {
+    for (const auto &[Threshold, Eff] : Steps)
+      if (Size >= Threshold)
+        return Eff;
+    return Steps.empty() ? 1.0 : Steps.back().second;
+  }
+};
+
+struct Device {
+  std::string Name;
+  std::vector<std::string> Aliases;
+  std::string Kind; ///< "gpu", "tpu" or "cpu"
+  /// Dense FLOP/s (ops/s for int8), one entry per YAML key: fp64 -> Double,
+  /// fp32 -> Float, bf16 -> BFloat16, fp16 -> Float16, fp8 -> Float8E4M3FN,
+  /// int8 -> Int8. Use peak() to look up, which also maps the variants.
+  std::map<DType, double> PeakFlops;
+  double Tf32Flops = 0; ///< peak_flops.tf32; DType has no TF32. 0: unsupported
+  double TranscendentalsPerS = 0; ///< 0: not given
+  double MemBandwidth = 0, MemCapacity = 0;
+  double CacheSize = 0, CacheBandwidth = 0; ///< 0: not given
+  LinkSpec HostLink, IntraNode, InterNode;
+  unsigned DevicesPerNode = 1;
+  double EffCompute = 1, EffMemory = 1, EffIntraNode = 1, EffInterNode = 1;
+  double LaunchOverhead = 0; ///< seconds per op launch
+  /// Non-tensor-core rates per dtype (element-wise work); fp32 peak if absent.
+  std::map<DType, double> VectorFlops;
+  /// Size-dependent efficiencies; empty: the flat EffCompute / EffMemory.
+  EfficiencyCurve MatrixEff, VectorEff, MemoryEff;
+  /// Whether a kernel overlaps its memory traffic with its arithmetic
+  /// (time = max) or not (time = sum).
+  bool KernelOverlap = true;
+
+  double matrixEfficiency(double Flops) const {
+    return MatrixEff.empty() ? EffCompute : MatrixEff.at(Flops);
+  }
+  double vectorEfficiency(double Flops) const {
+    return VectorEff.empty() ? EffCompute : VectorEff.at(Flops);
+  }
+  double memoryEfficiency(double Bytes) const {
+    return MemoryEff.empty() ? EffMemory : MemoryEff.at(Bytes);
+  }
+  /// The rate of element-wise (non-matrix) FLOPs in dtype T.
+  double vectorPeak(DType T) const;
+  std::string SourcePath;    ///< the file it was read from
+
+  /// Peak for a dtype, nullopt when unsupported. The fp8 entry serves all four
+  /// 8-bit float variants, the int8 entry both Int8 and UInt8.
+  std::optional<double> peak(DType T) const;
+  /// Ridge point in FLOP per byte: peak(T) / MemBandwidth.
+  std::optional<double> ridgePoint(DType T) const;
+};
+
+/// Parses and validates one description. FileName is used in messages and
+/// stored as SourcePath. Errors read "FILE:LINE:COL: message" where the
+/// position is known, else "FILE: message".
+llvm::Expected<Device> parseDevice(llvm::StringRef Text,
+                                   llvm::StringRef FileName);
+llvm::Expected<Device> loadDeviceFile(llvm::StringRef Path);
+/// All *.yaml in Dir, sorted by file name. An error names the bad file; a name
+/// or alias used by two files is an error, as is a folder with no *.yaml.
+llvm::Expected<std::vector<Device>> loadDeviceDir(llvm::StringRef Dir);
+/// Finds by name or alias, case-insensitively; the error lists the known names.
+llvm::Expected<const Device *> findDevice(llvm::ArrayRef<Device> Devices,
+                                          llvm::StringRef Name);
+/// Where the shipped devices/ folder is: $RIDGE_DEVICES_DIR if set, else
+/// <dir of the executable>/../share/ridge/devices if it exists, else
+/// SourceDevicesDir (the source tree's devices/).
+std::string defaultDeviceDir(const char *Argv0,
+                             llvm::StringRef SourceDevicesDir);
+/// Writes D as YAML that parseDevice reads back to an equal Device (numbers
+/// are printed with as many digits as it takes to round-trip exactly).
+void writeDeviceYaml(const Device &D, llvm::raw_ostream &OS);
+
+/// `ridge devices`: one row per device with its peaks per dtype (TFLOP/s),
+/// memory, and ridge points (FLOP/byte) for fp32, tf32, bf16 and fp8.
+void printDeviceTable(llvm::ArrayRef<Device> Devices, llvm::raw_ostream &OS);
+
+} // namespace ridge
+
+#endif

@@ -1,0 +1,395 @@
+//===- CostAnalysis.cpp - Cost every node, forward and backward -----------===//
+//
+// 1. Which values need a gradient: trainable initializers (floating-point
+//    ones with more than one element fed to a differentiable input; a
+//    single-element initializer is a constant such as eps or 1/sqrt(d)) and
+//    --trainable-input graph inputs, then forward along differentiable
+//    inputs in topological order. An output of unknown element type is
+//    taken as possibly floating point, so the chain is not cut.
+// 2. Each node's rule from OpCosts.def, with the inputs that need gradients.
+// 3. Control flow: If counts its costlier branch (by FLOPs), Loop and Scan
+//    their body times the trip count; an unknown trip count counts the body
+//    once and marks the loop unmodeled. A loop-carried value needs a
+//    gradient in the body when its initial value does or when the body's
+//    output carried into it does (a fixed point over the body, flags only,
+//    before the body is costed). The body is costed once, as a steady-state
+//    iteration, times the trip count: a gradient that exists only from the
+//    second iteration on (a carried value that starts untrained) is counted
+//    in every iteration.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/cost/CostModel.h"
+#include <map>
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace ridge;
+using llvm::formatv;
+
+namespace {
+
+/// An op that computes part of a backward or an optimizer update: ONNX's
+/// training domain (Gradient, Adam, Adagrad, Momentum) and the gradient,
+/// accumulation and optimizer ops of ONNX Runtime's training graphs
+/// (com.microsoft GeluGrad, SoftmaxGrad_13, InPlaceAccumulatorV2,
+/// AdamWOptimizer, ...).
+bool isTrainingOp(const Node &N) {
+  if (N.Domain == "ai.onnx.preview.training")
+    return true;
+  return N.Domain == "com.microsoft" &&
+         (N.OpType.contains("Grad") || N.OpType.contains("Optimizer") ||
+          N.OpType.starts_with("InPlaceAccumulator"));
+}
+
+class CostWalker {
+public:
+  CostWalker(const Model &M, const Config &Cfg, CostResult &R)
+      : M(M), Cfg(Cfg), R(R), NeedsGrad(*M.Main), Trainable(*M.Main) {
+    R.Constants = ValueSet(*M.Main);
+    FloatBytes = floatBytes(Cfg);
+  }
+
+  void markTrainable(const Graph &G);
+  void markConstants(const Graph &G);
+  void walk(const Graph &G, double Multiplier);
+  void finish();
+
+  /// Nodes that already compute a backward or an optimizer update
+  /// (isTrainingOp), and the first of them.
+  size_t TrainingOps = 0;
+  const Node *FirstTrainingOp = nullptr;
+
+private:
+  const Model &M;
+  const Config &Cfg;
+  CostResult &R;
+  std::optional<double> FloatBytes;
+  ValueSet NeedsGrad;
+  ValueSet Trainable;
+  std::map<std::string, size_t> Unmodeled;
+
+  bool differentiable(const Node &N, unsigned I) const {
+    const OpRule *Rule = findOpRule(N.Domain, N.OpType);
+    return !(Rule && I < 32 && (Rule->NonDiffInputs >> I) & 1);
+  }
+  void costNode(const Node &N, double Multiplier, bool BodyNeedsBackward);
+  /// A value may carry a gradient: floating point, or of unknown type.
+  static bool mayCarryGrad(const Value *V) {
+    return V && (isFloatingPoint(V->Elem) || V->Elem == DType::Undefined);
+  }
+  /// Body inputs that stand for node inputs get their gradient flag; for
+  /// Loop and Scan, carried values too, to a fixed point over the body. The
+  /// bodies' flags are final afterwards.
+  void seedBodies(const Node &N);
+  /// What costNode would mark as needing a gradient in G, without costing.
+  void propagate(const Graph &G);
+  std::optional<double> tripCount(const Node &N, bool &Known);
+  double branchFlops(const Graph &G);
+};
+
+void CostWalker::markTrainable(const Graph &G) {
+  // Single-element initializers (eps, 1/sqrt(d), clip bounds) are constants.
+  G.walk([&](const Node &N) {
+    for (unsigned I = 0; I < N.Inputs.size(); ++I) {
+      const Value *V = N.Inputs[I];
+      if (V && V->isInitializer() && isFloatingPoint(V->Elem) &&
+          V->numElements().value_or(0) > 1 && differentiable(N, I))
+        Trainable.insert(V);
+    }
+  });
+  for (const Value *V : G.Inputs)
+    if (llvm::is_contained(Cfg.TrainableInputs, V->Name) && isFloatingPoint(V->Elem))
+      Trainable.insert(V);
+  Trainable.forEach([&](const Value *V) {
+    NeedsGrad.insert(V);
+    R.TrainableParams += V->numElements().value_or(0);
+  });
+  // Frozen parameters: floating-point initializers not trained (integer
+  // shapes and axes are not parameters).
+  auto CountFrozen = [&](const Graph &Gr) {
+    for (const Value *V : Gr.Initializers)
+      if (isFloatingPoint(V->Elem) && !Trainable.count(V))
+        R.FrozenInitElements += V->numElements().value_or(0);
+  };
+  CountFrozen(G);
+  G.walk([&](const Node &N) {
+    for (const Graph *Sub : N.subgraphs())
+      CountFrozen(*Sub);
+  });
+}
+
+void CostWalker::markConstants(const Graph &G) {
+  auto IsConst = [&](const Value *V) {
+    return V->isInitializer() ? !Trainable.count(V) : R.Constants.count(V) > 0;
+  };
+  G.walk([&](const Node &N) {
+    if (!N.subgraphs().empty())
+      return;
+    bool Const = N.Domain.empty() && (N.OpType == "Shape" || N.OpType == "Size");
+    if (!Const) {
+      Const = true;
+      for (const Value *V : N.Inputs)
+        if (V && !IsConst(V))
+          Const = false;
+    }
+    if (Const)
+      for (const Value *V : N.Outputs)
+        if (V)
+          R.Constants.insert(V);
+  });
+}
+
+void CostWalker::seedBodies(const Node &N) {
+  bool IsLoop = N.OpType == "Loop", IsScan = N.OpType == "Scan";
+  // Scan before opset 9 has sequence_lens first: body input K is input K+1.
+  size_t Offset = IsScan && N.OpsetVersion > 0 && N.OpsetVersion < 9 ? 1 : 0;
+  for (Graph *Sub : N.subgraphs()) {
+    // Loop body inputs (iteration, cond, carried...) match the Loop's inputs
+    // (M, cond, initial values...); Scan's (states..., scan elements...) its
+    // inputs after the offset.
+    for (size_t K = 0; K < Sub->Inputs.size(); ++K) {
+      size_t NodeIdx = K + Offset;
+      if ((IsLoop && K < 2) || NodeIdx >= N.Inputs.size())
+        continue;
+      if (N.Inputs[NodeIdx] && NeedsGrad.count(N.Inputs[NodeIdx]) &&
+          differentiable(N, NodeIdx))
+        NeedsGrad.insert(Sub->Inputs[K]);
+    }
+    // Carried values: (body input, body output carried into it). Loop: input
+    // k >= 2 receives output k - 1; Scan: state k receives output k.
+    llvm::SmallVector<std::pair<Value *, Value *>, 4> Carried;
+    if (IsLoop)
+      for (size_t K = 2; K < Sub->Inputs.size() && K - 1 < Sub->Outputs.size(); ++K)
+        Carried.push_back({Sub->Inputs[K], Sub->Outputs[K - 1]});
+    if (IsScan) {
+      int64_t NumScan = N.attrInt("num_scan_inputs", 0);
+      size_t States = Sub->Inputs.size() - std::min<size_t>(std::max<int64_t>(NumScan, 0),
+                                                            Sub->Inputs.size());
+      for (size_t K = 0; K < States && K < Sub->Outputs.size(); ++K)
+        Carried.push_back({Sub->Inputs[K], Sub->Outputs[K]});
+    }
+    // Monotone: each round that changes anything flags one more carried
+    // input, so at most |Carried| + 1 rounds (one without carried values).
+    for (size_t Round = 0; Round <= Carried.size(); ++Round) {
+      propagate(*Sub);
+      bool Changed = false;
+      for (auto &[In, Out] : Carried)
+        if (NeedsGrad.count(Out) && mayCarryGrad(In) && NeedsGrad.insert(In))
+          Changed = true;
+      if (!Changed)
+        break;
+    }
+  }
+}
+
+void CostWalker::propagate(const Graph &G) {
+  for (const auto &NP : G.Nodes) {
+    const Node &N = *NP;
+    bool Any = false;
+    if (!N.subgraphs().empty()) {
+      seedBodies(N); // propagates over the bodies
+      for (Graph *Sub : N.subgraphs())
+        for (const Value *V : Sub->Outputs)
+          Any |= NeedsGrad.count(V) > 0;
+    }
+    for (unsigned I = 0; I < N.Inputs.size(); ++I)
+      Any |= N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) && differentiable(N, I);
+    if (Any)
+      for (const Value *V : N.Outputs)
+        if (mayCarryGrad(V))
+          NeedsGrad.insert(V);
+  }
+}
+
+std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
+  Known = false;
+  if (N.OpType == "Loop") {
+    if (const Value *Max = N.input(0))
+      if (Max->IntData && Max->IntData->size() == 1) {
+        Known = true;
+        return double((*Max->IntData)[0]);
+      }
+    if (Cfg.TripCount) {
+      Known = true;
+      return double(*Cfg.TripCount);
+    }
+    return std::nullopt;
+  }
+  // Scan: the scan axis of the first scan input (opset 8 has batch first).
+  int64_t NumScan = N.attrInt("num_scan_inputs", 0);
+  size_t First = N.Inputs.size() - std::min<size_t>(NumScan, N.Inputs.size());
+  if (NumScan <= 0 || First >= N.Inputs.size() || !N.Inputs[First] ||
+      !N.Inputs[First]->Shp)
+    return std::nullopt;
+  int64_t Axis = N.OpsetVersion < 9 ? 1 : 0;
+  if (auto Axes = N.attrInts("scan_input_axes"); Axes && !Axes->empty())
+    Axis = (*Axes)[0];
+  const Shape &S = *N.Inputs[First]->Shp;
+  if (Axis < 0)
+    Axis += S.rank();
+  if (Axis < 0 || Axis >= int64_t(S.rank()) || !S.Dims[Axis].isKnown())
+    return std::nullopt;
+  Known = true;
+  return double(S.Dims[Axis].extent());
+}
+
+/// Forward FLOPs of a branch, to pick the costlier one. Costs it into a
+/// scratch result so nothing is recorded twice.
+double CostWalker::branchFlops(const Graph &G) {
+  CostResult Scratch;
+  CostWalker W(M, Cfg, Scratch);
+  W.NeedsGrad = NeedsGrad;
+  W.walk(G, 1);
+  return Scratch.Fwd.Flops;
+}
+
+void CostWalker::walk(const Graph &G, double Multiplier) {
+  for (const auto &NP : G.Nodes) {
+    const Node &N = *NP;
+    llvm::SmallVector<Graph *, 2> Subs = N.subgraphs();
+    size_t FirstBodyRow = R.Nodes.size();
+    if (!Subs.empty()) {
+      seedBodies(N);
+      if (N.OpType == "If" && Subs.size() == 2) {
+        double A = branchFlops(*Subs[0]), B = branchFlops(*Subs[1]);
+        walk(*Subs[0], A >= B ? Multiplier : 0);
+        walk(*Subs[1], A >= B ? 0 : Multiplier);
+      } else {
+        bool Known = false;
+        std::optional<double> Trips = N.OpType == "If" ? std::optional<double>(1.0)
+                                                      : tripCount(N, Known);
+        for (Graph *Sub : Subs)
+          walk(*Sub, Multiplier * Trips.value_or(1));
+      }
+    }
+    // A control-flow node needs backward when a node of its bodies does.
+    bool BodyNeedsBackward = false;
+    for (size_t I = FirstBodyRow; I < R.Nodes.size(); ++I)
+      BodyNeedsBackward |= R.Nodes[I].NeedsBackward;
+    costNode(N, Multiplier, BodyNeedsBackward);
+  }
+}
+
+void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackward) {
+  if (isTrainingOp(N) && !TrainingOps++)
+    FirstTrainingOp = &N;
+  NodeCost NC;
+  NC.N = &N;
+  NC.Multiplier = Multiplier;
+  CostContext C{N, {}, FloatBytes};
+  for (unsigned I = 0; I < N.Inputs.size(); ++I)
+    C.InputNeedsGrad.push_back(N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) &&
+                               differentiable(N, I));
+  // Gradients flow on: an output needs one if any differentiable input does.
+  bool AnyGrad = C.anyGrad();
+  if (!AnyGrad)
+    for (Graph *Sub : N.subgraphs())
+      for (const Value *V : Sub->Outputs)
+        AnyGrad |= NeedsGrad.count(V) > 0;
+  if (AnyGrad)
+    for (const Value *V : N.Outputs)
+      if (mayCarryGrad(V))
+        NeedsGrad.insert(V);
+  NC.NeedsBackward = C.anyGrad() || BodyNeedsBackward;
+
+  const OpRule *Rule = findOpRule(N.Domain, N.OpType);
+  if (!Rule) {
+    NC.Unmodeled = "no cost rule";
+    if (const Function *F = M.findFunction(N.Domain, N.OpType))
+      NC.Unmodeled = "call of model-local function " + F->Domain + "." + F->Name +
+                     " (not inlined)";
+  } else {
+    applyRule(*Rule, C, NC);
+  }
+  if (N.OpType == "SequenceMap" && N.Domain.empty())
+    NC.Unmodeled = "sequence length unknown statically: body counted once";
+  if ((N.OpType == "Loop" || N.OpType == "Scan") && N.Domain.empty()) {
+    bool Known = false;
+    tripCount(N, Known);
+    if (!Known)
+      NC.Unmodeled = N.OpType == "Loop"
+                         ? "trip count unknown: body counted once (pass --trip-count N)"
+                         : "scan length unknown: body counted once";
+  }
+  NC.Modeled = NC.Unmodeled.empty();
+  if (NC.Modeled) {
+    ++R.ModeledNodes;
+    R.Fwd += NC.Fwd * Multiplier;
+    R.Bwd += NC.Bwd * Multiplier;
+  } else {
+    ++R.UnmodeledNodes;
+    ++Unmodeled[N.qualifiedOpType() + " (" + NC.Unmodeled.str() + ")"];
+    for (const Value *V : N.Outputs)
+      if (V)
+        R.UnmodeledFlopsEstimate += V->numElements().value_or(0) * Multiplier;
+    // An op that cannot be costed contributes nothing it could be wrong
+    // about: its partial numbers are dropped, not summed.
+    NC.Fwd = NC.Bwd = PhaseCost();
+    NC.Saved.clear();
+    NC.SavedBytes = 0;
+  }
+  R.Nodes.push_back(std::move(NC));
+}
+
+void CostWalker::finish() {
+  // Saved activations: each distinct tensor once (Relu's output is also the
+  // next MatMul's input); initializers (parameters) and constants (Constant
+  // outputs and what folds from them) excluded.
+  // By value (a ValueMap, not a hash map of a million pointers), summed in
+  // the order first saved.
+  ValueMap<double> Mult(*M.Main, -1);
+  std::vector<const Value *> Distinct;
+  for (const NodeCost &NC : R.Nodes) {
+    R.SavedActivationBytes += NC.SavedBytes * NC.Multiplier;
+    for (const Value *V : NC.Saved)
+      if (R.isActivation(V)) {
+        double &X = Mult[V];
+        if (X < 0) {
+          Distinct.push_back(V);
+          X = 0;
+        }
+        X = std::max(X, NC.Multiplier);
+      }
+  }
+  for (const Value *V : Distinct)
+    R.SavedActivationBytes += valueBytes(V, FloatBytes) * Mult[V];
+  for (const auto &[What, Count] : Unmodeled)
+    R.UnmodeledOps.emplace_back(What, Count);
+  // The walker ends here: its sets move.
+  R.NeedsGrad = std::move(NeedsGrad);
+  R.Trainable = std::move(Trainable);
+  std::sort(R.UnmodeledOps.begin(), R.UnmodeledOps.end(), [](auto &A, auto &B) {
+    return A.second != B.second ? A.second > B.second : A.first < B.first;
+  });
+}
+
+} // namespace
+
+llvm::Expected<CostResult> CostAnalysis::run(Model &M, AnalysisManager &AM) {
+  CostResult R;
+  R.Nodes.reserve(M.Main->numNodesRecursive());
+  CostWalker W(M, AM.config(), R);
+  W.markTrainable(*M.Main);
+  W.markConstants(*M.Main);
+  W.walk(*M.Main, 1);
+  W.finish();
+  // ridge costs every node as forward work and adds a training step's
+  // backward and optimizer: a graph that holds its own has them counted
+  // twice.
+  if (W.TrainingOps)
+    AM.diags().warn(M.Path,
+                    formatv("{0} node(s) already compute a backward or an optimizer update, "
+                            "the first '{1}' ({2}): ridge costs every node as forward work "
+                            "and adds a training step's backward and optimizer on top, so "
+                            "this graph's own are counted twice; give ridge the forward "
+                            "graph (the model as exported for inference)",
+                            W.TrainingOps, W.FirstTrainingOp->Name,
+                            W.FirstTrainingOp->qualifiedOpType()));
+  if (AM.config().Strict && R.UnmodeledNodes) {
+    std::string List;
+    for (const auto &[What, Count] : R.UnmodeledOps)
+      List += formatv("\n  {0} x{1}", What, Count).str();
+    return fileError(M.Path, formatv("--strict: {0} node(s) cannot be costed:{1}",
+                                     R.UnmodeledNodes, List));
+  }
+  return R;
+}

@@ -1,0 +1,200 @@
+//===- CostModel.h - Per-node FLOPs, bytes, backward, saved activations -*- C++ -*-===//
+//
+// Conventions (README "Counting conventions" says the same to users):
+//  - FLOP: one floating-point add or multiply; a multiply-accumulate is 2.
+//    MACs are reported too for matrix products and convolutions.
+//  - Transcendentals (exp, log, tanh, erf, sqrt, reciprocal, pow, sin, cos,
+//    sigmoid's exp) are counted apart from FLOPs, as XLA's HloCostAnalysis
+//    does.
+//  - Bytes: the minimum an unfused kernel moves: each input read once, each
+//    output written once, at its element size; view ops move nothing.
+//  - Backward: for each input that needs a gradient (on a path from a
+//    trainable initializer or trainable graph input; never integer tensors,
+//    shapes, indices), its gradient; plus what the op saves for it.
+//  - Summing n values takes n - 1 adds (reductions, broadcast gradients,
+//    bias gradients, softmax denominators); a max of n values n - 1 compares.
+//  - Single-element initializers (1/sqrt(d), eps, clip bounds) are constants,
+//    not trainable parameters; integer initializers are not parameters.
+//  - Values computed from constants only (Constant, ConstantOfShape of a
+//    constant or of a Shape, ...) are not activations, as parameters are
+//    not: saved-activation totals leave them out.
+//  - Training step semantics: BatchNormalization and Dropout are costed in
+//    training mode whatever the exported graph says.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_COST_COSTMODEL_H
+#define RIDGE_PASSES_COST_COSTMODEL_H
+
+#include "analyzer/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+/// Amounts for one phase (forward or backward) of one node.
+struct PhaseCost {
+  double Flops = 0;
+  double Macs = 0; ///< multiply-accumulates of matrix products/convolutions
+  double Transcendentals = 0;
+  double Bytes = 0; ///< memory traffic of an unfused kernel
+
+  PhaseCost &operator+=(const PhaseCost &O) {
+    Flops += O.Flops;
+    Macs += O.Macs;
+    Transcendentals += O.Transcendentals;
+    Bytes += O.Bytes;
+    return *this;
+  }
+  PhaseCost operator*(double K) const {
+    return {Flops * K, Macs * K, Transcendentals * K, Bytes * K};
+  }
+};
+
+/// Why a node is not costed: one pointer, null for almost every node.
+class UnmodeledReason {
+public:
+  UnmodeledReason &operator=(std::string Why) {
+    if (Why.empty())
+      P.reset();
+    else
+      P.emplace(std::move(Why));
+    return *this;
+  }
+  bool empty() const { return !P; }
+  llvm::StringRef ref() const { return P ? llvm::StringRef(*P) : llvm::StringRef(); }
+  std::string str() const { return ref().str(); }
+  operator llvm::StringRef() const { return ref(); }
+
+private:
+  Boxed<std::string> P;
+};
+
+struct NodeCost {
+  const Node *N = nullptr;
+  PhaseCost Fwd, Bwd;
+  double SavedBytes = 0;  ///< extra tensors kept for backward (masks, stats)
+  /// Activations (node inputs/outputs) kept for backward; deduplicated
+  /// across nodes when totals are taken.
+  llvm::SmallVector<const Value *, 2> Saved;
+  double Multiplier = 1;  ///< loop trip counts; 0 for an If branch not taken
+  UnmodeledReason Unmodeled; ///< why not, when !Modeled
+  bool Modeled = false;
+  bool NeedsBackward = false;
+};
+
+/// Formula helpers, each with its formula; unit-tested.
+namespace formulas {
+/// MatMul [..., M, K] x [..., K, N]: MACs = batch * M * N * K.
+double matmulMacs(double Batch, double M, double N, double K);
+/// Conv: MACs = N * Cout * prod(out spatial) * (Cin / group) * prod(kernel).
+/// Every tap is counted, padding included, as dense kernels execute them
+/// (torch's flop counter and published tables count the same).
+double convMacs(double BatchN, double Cout, double OutSpatial, double CinPerGroup,
+                double KernelSpatial);
+} // namespace formulas
+
+struct CostResult {
+  std::vector<NodeCost> Nodes; ///< main graph then subgraphs, topological
+  PhaseCost Fwd, Bwd;          ///< totals, multipliers applied
+  double SavedActivationBytes = 0; ///< distinct saved tensors + extras
+  size_t ModeledNodes = 0, UnmodeledNodes = 0;
+  /// FLOPs of unmodeled nodes estimated at one per output element: the
+  /// denominator of the FLOP coverage figure, never added to totals.
+  double UnmodeledFlopsEstimate = 0;
+  /// (op, reason) -> count
+  std::vector<std::pair<std::string, size_t>> UnmodeledOps;
+  double TrainableParams = 0;  ///< elements of trainable initializers
+  double FrozenInitElements = 0;
+  /// Tensors that carry a gradient (trainable parameters and what they reach).
+  ValueSet NeedsGrad;
+  ValueSet Trainable;
+  /// Values that are the same every step: outputs of nodes without inputs
+  /// (Constant, RandomNormal, ...), of Shape and Size (ridge's shapes are
+  /// static), and of nodes all of whose inputs are such values or frozen
+  /// initializers (ConstantOfShape(Shape(x)), Cast of a Constant, ...).
+  /// What a trainable parameter or a graph input reaches is not constant.
+  ValueSet Constants;
+
+  /// A saved tensor is an activation unless it is an initializer (a
+  /// parameter) or a constant computed from constants only.
+  bool isActivation(const Value *V) const {
+    return V && !V->isInitializer() && !Constants.count(V);
+  }
+};
+
+struct CostAnalysis {
+  using Result = CostResult;
+  static constexpr const char *Name = "cost";
+  static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
+};
+
+/// Bytes of V with floating-point elements at FloatBytes each when given
+/// (--dtype), else at V's own element size; 0 when its shape is unknown.
+double valueBytes(const Value *V, std::optional<double> FloatBytes);
+/// The element size --dtype gives floating-point tensors, if it is set.
+std::optional<double> floatBytes(const Config &Cfg);
+/// What one node keeps for its backward, as printed per node: its extra
+/// bytes (masks, statistics) plus its saved activations.
+double nodeSavedBytes(const NodeCost &NC, const CostResult &C,
+                      std::optional<double> FloatBytes);
+
+/// Everything a cost rule sees about one node.
+struct CostContext {
+  const Node &N;
+  /// Per input: does it need a gradient (false for omitted inputs).
+  llvm::SmallVector<bool, 4> InputNeedsGrad;
+  /// Element size override for floating-point tensors (--dtype), in bytes.
+  std::optional<double> FloatBytes;
+
+  bool anyGrad() const {
+    for (bool B : InputNeedsGrad)
+      if (B)
+        return true;
+    return false;
+  }
+  bool needsGrad(unsigned I) const {
+    return I < InputNeedsGrad.size() && InputNeedsGrad[I];
+  }
+  /// Bytes of V at the analysis' element sizes (V's shape must be known).
+  double bytes(const Value *V) const;
+  double elemBytes(const Value *V) const;
+  double elems(const Value *V) const { return V ? V->numElements().value_or(0) : 0; }
+};
+
+/// A cost rule fills Fwd, Bwd (when C.anyGrad()), Saved/SavedBytes, or
+/// sets Unmodeled with the reason.
+using CostRuleFn = void (*)(const CostContext &C, NodeCost &Out);
+
+struct OpRule {
+  const char *Domain;
+  const char *Name;
+  CostRuleFn Fn;
+  /// Bit i set: input i never carries a gradient (shapes, indices, axes,
+  /// running statistics).
+  uint32_t NonDiffInputs;
+};
+
+/// Runs Rule on C into Out: checks first that the shapes it needs are known
+/// (view, metadata and control-flow rules need none), else sets Unmodeled.
+void applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out);
+
+/// What kind of kernel an op is, for fusion: element-wise ops and
+/// normalizations fuse into their producer, views are free.
+enum class OpClass { ElementWise, Normalization, View, Matrix, Other };
+OpClass opClass(const OpRule &Rule);
+
+/// The rule for (domain, op type), or nullptr when ridge has none.
+const OpRule *findOpRule(llvm::StringRef Domain, llvm::StringRef OpType);
+/// Every rule in the table, for --list-ops and the coverage tests.
+llvm::ArrayRef<OpRule> allOpRules();
+
+/// `print<cost>`: each node's forward and backward FLOPs, MACs, bytes and
+/// saved bytes.
+RIDGE_DECLARE_PASS(PrintCostPass)
+
+} // namespace ridge
+
+#endif

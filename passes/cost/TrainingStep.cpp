@@ -1,0 +1,274 @@
+//===- TrainingStep.cpp - Optimizer, memory footprint, recomputation ------===//
+#include "passes/cost/TrainingStep.h"
+#include <algorithm>
+
+using namespace ridge;
+
+/// Per parameter, fp32 state:
+///   SGD       w -= lr*g                                   2 FLOPs
+///   Momentum  v = mu*v + g; w -= lr*v                     4 FLOPs, v
+///   Adam      m = b1*m + (1-b1)*g (3); v = b2*v + (1-b2)*g^2 (4);
+///             bias corrections (2); w -= lr*m/(sqrt(v)+eps) (4 + sqrt)
+///                                                          13 FLOPs + 1, m, v
+///   AdamW     Adam + decoupled decay w -= lr*wd*w (2)      15 FLOPs + 1, m, v
+OptimizerCost ridge::optimizerCost(Config::Optimizer O) {
+  switch (O) {
+  case Config::Optimizer::SGD: return {2, 0, 0};
+  case Config::Optimizer::Momentum: return {4, 0, 4};
+  case Config::Optimizer::Adam: return {13, 1, 8};
+  case Config::Optimizer::AdamW: return {15, 1, 8};
+  }
+  return {};
+}
+
+const char *ridge::optimizerName(Config::Optimizer O) {
+  switch (O) {
+  case Config::Optimizer::SGD: return "sgd";
+  case Config::Optimizer::Momentum: return "momentum";
+  case Config::Optimizer::Adam: return "adam";
+  case Config::Optimizer::AdamW: return "adamw";
+  }
+  return "?";
+}
+
+const char *ridge::recomputeName(Config::Recompute R) {
+  switch (R) {
+  case Config::Recompute::None: return "none";
+  case Config::Recompute::Selective: return "selective";
+  case Config::Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+namespace {
+
+/// Saved bytes of a set of node costs, each tensor once.
+double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes,
+                  std::optional<double> FloatBytes) {
+  llvm::DenseMap<const Value *, double> Distinct;
+  double B = 0;
+  for (const NodeCost *NC : Nodes) {
+    B += NC->SavedBytes * NC->Multiplier;
+    for (const Value *V : NC->Saved)
+      if (!V->isInitializer())
+        Distinct[V] = std::max(Distinct[V], NC->Multiplier);
+  }
+  for (const auto &[V, Mult] : Distinct)
+    B += valueBytes(V, FloatBytes) * Mult;
+  return B;
+}
+
+/// Full recomputation: keep only checkpoints, the single activation tensors
+/// that cut the main graph (between two positions of the topological order
+/// exactly one non-parameter tensor is live), and recompute each segment's
+/// forward during the backward. Memory = checkpoints + the largest segment's
+/// saved tensors; extra FLOPs = one more forward of every segment but the last.
+void fullRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
+                   RecomputePlan &R) {
+  const Graph &G = *M.Main;
+  size_t N = G.Nodes.size();
+  // Each floating-point activation is live on the boundaries after its
+  // definition up to its last use; boundary p lies after node p - 1 (0 is
+  // before the first node). Difference arrays count live tensors, and sum
+  // their ids, per boundary in O(nodes + edges).
+  std::vector<const Value *> Ids;
+  std::vector<long> Count(N + 2, 0), IdSum(N + 2, 0);
+  forEachActivationRange(G, /*FloatOnly=*/true, [&](const Value *V, long Def, long Last) {
+    long Id = long(Ids.size());
+    Ids.push_back(V);
+    // Live on boundaries Def + 1 .. Last.
+    Count[Def + 1] += 1;
+    Count[Last + 1] -= 1;
+    IdSum[Def + 1] += Id;
+    IdSum[Last + 1] -= Id;
+  });
+  // Matrix work per position of the main graph (subgraph nodes count for
+  // the node that holds them).
+  auto TopOf = [&](const Node *Nd) {
+    while (Nd->Parent != &G && Nd->Parent->ParentNode)
+      Nd = Nd->Parent->ParentNode;
+    return Nd;
+  };
+  std::vector<bool> HasMacs(N, false);
+  long LastMac = -1;
+  for (const NodeCost &NC : C.Nodes) {
+    const Node *Top = TopOf(NC.N);
+    if (Top->Parent == &G && NC.Fwd.Macs > 0) {
+      HasMacs[Top->Index] = true;
+      LastMac = std::max<long>(LastMac, Top->Index);
+    }
+  }
+  // Checkpoints: inner boundaries where exactly one activation is live,
+  // kept when the segment they close holds matrix work and matrix work
+  // remains after them. Cuts inside element-wise chains would only add
+  // checkpoint memory, and the final segment (a transformer's last norm and
+  // logits) is not replayed, as in Megatron's layer checkpointing.
+  std::vector<size_t> Cuts;
+  std::vector<const Value *> CutValues;
+  long Live = 0, Sum = 0;
+  bool MacsSinceCut = false;
+  for (size_t P = 0; P <= N; ++P) {
+    Live += Count[P];
+    Sum += IdSum[P];
+    if (P >= 1 && P < N && Live == 1 && MacsSinceCut && long(P) <= LastMac) {
+      Cuts.push_back(P);
+      CutValues.push_back(Ids[Sum]);
+      MacsSinceCut = false;
+    }
+    if (P < N && HasMacs[P])
+      MacsSinceCut = true;
+  }
+  R.Checkpoints = Cuts.size();
+  R.Cuts = Cuts;
+  R.CutValues = CutValues;
+  // Segment saved bytes: nodes of the main graph (and their subgraph nodes,
+  // which follow them in C.Nodes) grouped between cuts.
+  double Checkpoints = 0;
+  llvm::DenseSet<const Value *> Seen;
+  for (const Value *V : CutValues)
+    if (Seen.insert(V).second)
+      Checkpoints += valueBytes(V, FloatBytes);
+  double Largest = 0;
+  std::vector<const NodeCost *> Segment;
+  PhaseCost SegmentFwd; // forward amounts of the segment being collected
+  size_t CutIdx = 0;
+  for (const NodeCost &NC : C.Nodes) {
+    const Node *Top = TopOf(NC.N);
+    if (Top->Parent != &G)
+      continue; // function bodies are not in the main graph
+    while (CutIdx < Cuts.size() && Top->Index >= Cuts[CutIdx]) {
+      Largest = std::max(Largest, savedBytes(Segment, FloatBytes));
+      R.RecomputeFlops += SegmentFwd.Flops;
+      R.RecomputeMacs += SegmentFwd.Macs;
+      R.RecomputeBytes += SegmentFwd.Bytes;
+      for (const NodeCost *S : Segment)
+        R.Recomputed[S - C.Nodes.data()] = S->Modeled;
+      Segment.clear();
+      SegmentFwd = PhaseCost();
+      ++CutIdx;
+    }
+    Segment.push_back(&NC);
+    SegmentFwd += NC.Fwd * NC.Multiplier;
+  }
+  // The last segment is not replayed: its activations are still held when
+  // the backward starts (Megatron's checkpointing does the same).
+  Largest = std::max(Largest, savedBytes(Segment, FloatBytes));
+  R.ActivationBytes = Cuts.empty() ? R.ActivationBytesNoRecompute : Checkpoints + Largest;
+}
+
+/// Selective recomputation: keep what matrix products and convolutions
+/// save; recompute every cheaper op (element-wise, normalization, softmax,
+/// dropout) from them in the backward. Extra FLOPs = those ops' forward.
+void selectiveRecompute(const CostResult &C, std::optional<double> FloatBytes,
+                        RecomputePlan &R) {
+  std::vector<const NodeCost *> Kept;
+  for (const NodeCost &NC : C.Nodes) {
+    if (!NC.Modeled || !NC.NeedsBackward)
+      continue;
+    if (NC.Fwd.Macs > 0) {
+      Kept.push_back(&NC);
+    } else {
+      R.KeptSaved[&NC - C.Nodes.data()] = false;
+      R.Recomputed[&NC - C.Nodes.data()] = true;
+      R.RecomputeFlops += NC.Fwd.Flops * NC.Multiplier;
+      R.RecomputeMacs += NC.Fwd.Macs * NC.Multiplier;
+      R.RecomputeBytes += NC.Fwd.Bytes * NC.Multiplier;
+    }
+  }
+  R.ActivationBytes = savedBytes(Kept, FloatBytes);
+}
+
+} // namespace
+
+void ridge::forEachActivationRange(
+    const Graph &G, bool FloatOnly,
+    llvm::function_ref<void(const Value *, long Def, long Last)> F) {
+  long N = long(G.Nodes.size());
+  // Constants (a scale scalar every layer reads) live everywhere but are
+  // not activations.
+  ValueMap<uint8_t> Activation(G, 0);
+  auto IsActivation = [&](const Value *V) { return V && Activation.lookup(V); };
+  for (const Value *V : G.Inputs)
+    if (!V->isInitializer())
+      Activation[V] = 1;
+  for (const auto &Nd : G.Nodes) {
+    bool FromInput = false;
+    for (const Value *In : Nd->Inputs)
+      FromInput |= IsActivation(In);
+    for (const Graph *Sub : Nd->subgraphs())
+      for (const Value *In : Sub->Captures)
+        FromInput |= IsActivation(In);
+    if (FromInput)
+      for (const Value *Out : Nd->Outputs)
+        if (Out)
+          Activation[Out] = 1;
+  }
+  auto Visit = [&](const Value *V, long Def) {
+    if (!IsActivation(V) || (FloatOnly && !isFloatingPoint(V->Elem)))
+      return;
+    long Last = Def;
+    for (const Node *U : V->Users)
+      Last = std::max<long>(Last, U->Parent == &G ? long(U->Index) : N);
+    if (V->IsGraphOutput)
+      Last = N;
+    if (Last > Def)
+      F(V, Def, Last);
+  };
+  for (const Value *V : G.Inputs)
+    Visit(V, -1);
+  for (const auto &Nd : G.Nodes)
+    for (const Value *V : Nd->Outputs)
+      if (V)
+        Visit(V, Nd->Index);
+}
+
+RecomputePlan ridge::planRecompute(const Model &M, const CostResult &C,
+                                   Config::Recompute Mode, std::optional<double> FloatBytes) {
+  RecomputePlan P;
+  P.ActivationBytesNoRecompute = C.SavedActivationBytes;
+  P.ActivationBytes = C.SavedActivationBytes;
+  P.Recomputed.assign(C.Nodes.size(), false);
+  P.KeptSaved.assign(C.Nodes.size(), true);
+  if (Mode == Config::Recompute::Full)
+    fullRecompute(M, C, FloatBytes, P);
+  else if (Mode == Config::Recompute::Selective)
+    selectiveRecompute(C, FloatBytes, P);
+  return P;
+}
+
+llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
+                                                             AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  const Config &Cfg = AM.config();
+  TrainingStepResult R;
+  R.Params = C->TrainableParams;
+  // Working weights and gradients at the compute dtype (the stored one
+  // without --dtype: fp32 for an fp32 export); under 16-bit mixed precision
+  // an fp32 master copy joins the optimizer state (ZeRO's K = 12 for Adam).
+  double W = Cfg.ComputeDType ? dtypeBytes(*Cfg.ComputeDType) : 4;
+  bool Mixed = W < 4;
+  OptimizerCost O = optimizerCost(Cfg.Opt);
+  R.WeightBytes = R.Params * W;
+  R.MasterWeightBytes = Mixed ? R.Params * 4 : 0;
+  R.GradientBytes = R.Params * W;
+  R.OptimizerStateBytes = R.Params * O.StateBytesPerParam;
+  // The update reads the master weights, the gradient and the state, and
+  // writes weights and state (plus the 16-bit working copy when mixed).
+  double Master = Mixed ? 4 : W;
+  R.Optimizer.Flops = R.Params * O.FlopsPerParam;
+  R.Optimizer.Transcendentals = R.Params * O.TranscPerParam;
+  R.Optimizer.Bytes = R.Params * (2 * Master + W + 2 * O.StateBytesPerParam +
+                                  (Mixed ? W : 0));
+  std::optional<double> FloatBytes = floatBytes(Cfg);
+  RecomputePlan P = planRecompute(M, *C, Cfg.Recomp, FloatBytes);
+  R.ActivationBytes = P.ActivationBytes;
+  R.ActivationBytesNoRecompute = P.ActivationBytesNoRecompute;
+  R.RecomputeFlops = P.RecomputeFlops;
+  R.RecomputeMacs = P.RecomputeMacs;
+  R.RecomputeBytes = P.RecomputeBytes;
+  R.Checkpoints = P.Checkpoints;
+  R.Recomputed = std::move(P.Recomputed);
+  return R;
+}

@@ -1,0 +1,81 @@
+//===- TrainingStep.h - Optimizer, memory footprint, recomputation -*- C++ -*-===//
+//
+// What a whole training step costs on top of the per-node forward and
+// backward: the optimizer update, the memory a device holds (weights,
+// gradients, optimizer state, saved activations), and what activation
+// recomputation trades (memory for forward FLOPs).
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_COST_TRAININGSTEP_H
+#define RIDGE_PASSES_COST_TRAININGSTEP_H
+
+#include "passes/cost/CostModel.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace ridge {
+
+struct OptimizerCost {
+  double FlopsPerParam = 0, TranscPerParam = 0;
+  double StateBytesPerParam = 0; ///< fp32 state (momentum, Adam's m and v)
+};
+/// Per-parameter update cost of each optimizer; formulas in TrainingStep.cpp.
+OptimizerCost optimizerCost(Config::Optimizer O);
+const char *optimizerName(Config::Optimizer O);
+const char *recomputeName(Config::Recompute R);
+
+/// What activation recomputation keeps and replays (TrainingStep.cpp).
+struct RecomputePlan {
+  double ActivationBytes = 0;            ///< held after recomputation
+  double ActivationBytesNoRecompute = 0;
+  double RecomputeFlops = 0, RecomputeMacs = 0, RecomputeBytes = 0;
+  size_t Checkpoints = 0;
+  std::vector<size_t> Cuts;              ///< full: main-graph positions of checkpoints
+  std::vector<const Value *> CutValues;  ///< full: the checkpointed tensors
+  std::vector<bool> Recomputed;          ///< per CostResult node
+  std::vector<bool> KeptSaved;           ///< per CostResult node: its saved tensors are held
+};
+/// The main graph's activations (tensors computed from a graph input: not
+/// parameters, not constants), each with the position that defines it (-1:
+/// a graph input) and the last that needs it (the end for graph outputs and
+/// values read inside subgraphs), in definition order; those read by no
+/// later position are skipped. FloatOnly: floating-point tensors only.
+void forEachActivationRange(const Graph &G, bool FloatOnly,
+                            llvm::function_ref<void(const Value *, long Def, long Last)> F);
+
+RecomputePlan planRecompute(const Model &M, const CostResult &C, Config::Recompute Mode,
+                            std::optional<double> FloatBytes);
+
+struct TrainingStepResult {
+  double Params = 0;
+  // Bytes per parameter (ZeRO's accounting, Rajbhandari et al. 2020, sec. 3.1).
+  double WeightBytes = 0;        ///< working weights at the compute dtype
+  double MasterWeightBytes = 0;  ///< fp32 copy under mixed precision
+  double GradientBytes = 0;
+  double OptimizerStateBytes = 0;
+  double ActivationBytes = 0;    ///< after recomputation
+  double ActivationBytesNoRecompute = 0;
+  double totalBytes() const {
+    return WeightBytes + MasterWeightBytes + GradientBytes + OptimizerStateBytes +
+           ActivationBytes;
+  }
+  PhaseCost Optimizer;     ///< the update, whole model
+  double RecomputeFlops = 0;
+  double RecomputeMacs = 0;
+  double RecomputeBytes = 0;
+  size_t Checkpoints = 0;  ///< full recomputation: segment boundaries used
+  /// Per CostResult node: is its forward replayed in the backward?
+  std::vector<bool> Recomputed;
+  double stepFlops(const CostResult &C) const {
+    return C.Fwd.Flops + C.Bwd.Flops + RecomputeFlops + Optimizer.Flops;
+  }
+};
+
+struct TrainingStepAnalysis {
+  using Result = TrainingStepResult;
+  static constexpr const char *Name = "training-step";
+  static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
+};
+
+} // namespace ridge
+
+#endif

@@ -1,0 +1,489 @@
+//===- AnalyzeReport.cpp - "report": what `ridge analyze` prints ----------===//
+//
+// Per-node rows, per-op-type totals, the training step (forward, backward,
+// recomputation, optimizer), the memory footprint and the coverage, as a
+// text table, JSON (schema "ridge.analyze/1", README documents it) or CSV.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/report/AnalyzeReport.h"
+#include "passes/cost/CostModel.h"
+#include "analyzer/Format.h"
+#include "passes/roofline/Fusion.h"
+#include "passes/report/GraphSummary.h"
+#include "passes/roofline/Roofline.h"
+#include "passes/report/RooflineChart.h"
+#include "passes/cost/TrainingStep.h"
+#include "llvm/Support/FormatAdapters.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace ridge;
+using llvm::formatv;
+
+namespace {
+
+struct OpTypeTotal {
+  std::string Op;
+  size_t Count = 0;
+  PhaseCost Fwd, Bwd;
+};
+
+std::string outputTypes(const Node &N) {
+  std::string S;
+  for (const Value *V : N.Outputs)
+    if (V)
+      S += (S.empty() ? "" : " ") + V->typeStr();
+  return S;
+}
+
+std::vector<OpTypeTotal> byOpType(const CostResult &C) {
+  std::map<std::string, OpTypeTotal> M;
+  for (const NodeCost &NC : C.Nodes) {
+    std::string Op = NC.N->qualifiedOpType();
+    OpTypeTotal &T = M[Op];
+    T.Op = Op;
+    ++T.Count;
+    T.Fwd += NC.Fwd * NC.Multiplier;
+    T.Bwd += NC.Bwd * NC.Multiplier;
+  }
+  std::vector<OpTypeTotal> V;
+  for (auto &[K, T] : M)
+    V.push_back(T);
+  std::stable_sort(V.begin(), V.end(), [](const OpTypeTotal &A, const OpTypeTotal &B) {
+    return A.Fwd.Flops + A.Bwd.Flops > B.Fwd.Flops + B.Bwd.Flops;
+  });
+  return V;
+}
+
+/// Rows in the order --sort asks for, cut to --top.
+/// A node's step time (forward and backward phases, multiplier applied).
+double nodeSeconds(const CostResult &C, const RooflineResult &RL, const NodeCost *N) {
+  const NodeRoofline &R = RL.Nodes[N - C.Nodes.data()];
+  return (R.Fwd.Seconds + R.Bwd.Seconds) * N->Multiplier;
+}
+
+/// The first Limit (0: all) of Items by Key, largest first, ties in their
+/// given order: what a stable sort and a cut give, with each key computed
+/// once and O(n log Limit) comparisons (a 100k-node report prints 50 rows).
+template <typename T, typename KeyFn>
+std::vector<T> topByKey(const std::vector<T> &Items, KeyFn Key, size_t Limit) {
+  std::vector<std::pair<double, uint32_t>> K(Items.size());
+  for (size_t I = 0; I < Items.size(); ++I) {
+    double X = Key(Items[I]);
+    K[I] = {std::isnan(X) ? -HUGE_VAL : X, uint32_t(I)};
+  }
+  size_t N = Limit && Limit < K.size() ? Limit : K.size();
+  std::partial_sort(K.begin(), K.begin() + N, K.end(), [](const auto &A, const auto &B) {
+    return A.first > B.first || (A.first == B.first && A.second < B.second);
+  });
+  std::vector<T> Out;
+  Out.reserve(N);
+  for (size_t I = 0; I < N; ++I)
+    Out.push_back(Items[K[I].second]);
+  return Out;
+}
+
+std::vector<const NodeCost *> sortedRows(const CostResult &C, const RooflineResult &RL,
+                                         const Config &Cfg) {
+  std::vector<const NodeCost *> Rows;
+  Rows.reserve(C.Nodes.size());
+  for (const NodeCost &NC : C.Nodes)
+    Rows.push_back(&NC);
+  size_t Limit = Cfg.Top && Cfg.Format == OutputFormat::Text ? Cfg.Top : 0;
+  if (Cfg.Sort == "name") {
+    std::stable_sort(Rows.begin(), Rows.end(),
+                     [](auto *A, auto *B) { return A->N->Name < B->N->Name; });
+  } else if (Cfg.Sort == "bytes") {
+    return topByKey(
+        Rows, [](const NodeCost *N) { return (N->Fwd.Bytes + N->Bwd.Bytes) * N->Multiplier; },
+        Limit);
+  } else if (Cfg.Sort == "time") {
+    return topByKey(Rows, [&](const NodeCost *N) { return nodeSeconds(C, RL, N); }, Limit);
+  } else if (Cfg.Sort != "order") {
+    return topByKey(
+        Rows, [](const NodeCost *N) { return (N->Fwd.Flops + N->Bwd.Flops) * N->Multiplier; },
+        Limit);
+  }
+  if (Limit && Rows.size() > Limit)
+    Rows.resize(Limit);
+  return Rows;
+}
+
+
+double flopCoverage(const CostResult &C) {
+  double Modeled = C.Fwd.Flops;
+  double Denominator = Modeled + C.UnmodeledFlopsEstimate;
+  return Denominator > 0 ? Modeled / Denominator : 1.0;
+}
+
+llvm::json::Object phaseJson(const PhaseCost &P) {
+  return llvm::json::Object{{"flops", P.Flops},
+                            {"macs", P.Macs},
+                            {"transcendentals", P.Transcendentals},
+                            {"bytes", P.Bytes}};
+}
+
+llvm::json::Object phaseTimeJson(const PhaseTime &P) {
+  return llvm::json::Object{
+      {"seconds", P.Seconds},
+      {"intensity", std::isfinite(P.Intensity) ? llvm::json::Value(P.Intensity) : nullptr},
+      {"attainable_flops", P.Attainable},
+      {"bound", boundName(P.B)}};
+}
+
+void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+               const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
+               AnalysisManager &AM) {
+  const Config &Cfg = AM.config();
+  llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs;
+  for (const NodeCost &NC : C.Nodes) {
+    llvm::json::Array Outs;
+    for (const Value *V : NC.N->Outputs)
+      if (V)
+        Outs.push_back(V->typeStr());
+    llvm::json::Object O{{"name", NC.N->Name},
+                         {"op", NC.N->OpType},
+                         {"domain", NC.N->domainName()},
+                         {"graph", NC.N->Parent->Name},
+                         {"outputs", std::move(Outs)},
+                         {"modeled", NC.Modeled},
+                         {"multiplier", NC.Multiplier}};
+    if (NC.Modeled) {
+      O["fwd_flops"] = NC.Fwd.Flops;
+      O["macs"] = NC.Fwd.Macs;
+      O["transcendentals"] = NC.Fwd.Transcendentals;
+      O["fwd_bytes"] = NC.Fwd.Bytes;
+      O["bwd_flops"] = NC.Bwd.Flops;
+      O["bwd_macs"] = NC.Bwd.Macs;
+      O["bwd_transcendentals"] = NC.Bwd.Transcendentals;
+      O["bwd_bytes"] = NC.Bwd.Bytes;
+      O["saved_bytes"] = nodeSavedBytes(NC, C, floatBytes(Cfg));
+      O["needs_backward"] = NC.NeedsBackward;
+      const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
+      O["fwd_time"] = phaseTimeJson(R.Fwd);
+      if (NC.NeedsBackward)
+        O["bwd_time"] = phaseTimeJson(R.Bwd);
+    } else {
+      O["unmodeled_reason"] = NC.Unmodeled.str();
+    }
+    Nodes.push_back(std::move(O));
+  }
+  for (const OpTypeTotal &T : byOpType(C))
+    Ops.push_back(llvm::json::Object{{"op", T.Op},
+                                     {"count", int64_t(T.Count)},
+                                     {"fwd", phaseJson(T.Fwd)},
+                                     {"bwd", phaseJson(T.Bwd)}});
+  for (const auto &[What, Count] : C.UnmodeledOps)
+    Unmodeled.push_back(llvm::json::Object{{"op", What}, {"count", int64_t(Count)}});
+  for (const Value *V : M.Main->Inputs)
+    if (!V->isInitializer())
+      Inputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+  for (const Value *V : M.Main->Outputs)
+    Outputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+  llvm::json::Object Doc{
+      {"schema", "ridge.analyze/1"},
+      {"model", M.Path},
+      {"options",
+       llvm::json::Object{
+           {"dtype", Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : "as stored"},
+           {"optimizer", optimizerName(Cfg.Opt)},
+           {"recompute", recomputeName(Cfg.Recomp)}}},
+      {"device",
+       llvm::json::Object{{"name", RL.Dev->Name},
+                          {"source", RL.Dev->SourcePath},
+                          {"step_dtype", dtypeName(RL.StepType)},
+                          {"peak_flops", RL.MatrixPeak},
+                          {"vector_peak_flops", RL.VectorPeak},
+                          {"memory_bandwidth", RL.Bandwidth},
+                          {"ridge_point", RL.RidgePoint},
+                          {"efficiency_compute", RL.Dev->EffCompute},
+                          {"efficiency_memory", RL.Dev->EffMemory},
+                          {"launch_overhead", RL.Dev->LaunchOverhead},
+                          {"overlap", !Cfg.SumTerms}}},
+      {"time",
+       llvm::json::Object{{"fwd_seconds", RL.FwdSeconds},
+                          {"bwd_seconds", RL.BwdSeconds},
+                          {"recompute_seconds", RL.RecomputeSeconds},
+                          {"optimizer_seconds", RL.OptimizerSeconds},
+                          {"step_seconds", RL.stepSeconds()},
+                          {"memory_bound_share",
+                           RL.stepSeconds() > 0 ? RL.MemoryBoundSeconds / RL.stepSeconds() : 0.0},
+                          {"mfu", RL.MFU}}},
+      {"memory_fits", T.totalBytes() <= RL.Dev->MemCapacity},
+      {"fusion",
+       llvm::json::Object{{"groups", int64_t(F.Groups.size())},
+                          {"fused_ops", int64_t(F.FusedOps)},
+                          {"bytes_before", F.BytesBefore},
+                          {"bytes_after", F.BytesAfter},
+                          {"step_seconds_before", F.StepSecondsBefore},
+                          {"step_seconds_after", F.StepSecondsAfter}}},
+      {"inputs", std::move(Inputs)},
+      {"outputs", std::move(Outputs)},
+      {"node_count", int64_t(S.Nodes)},
+      {"params", T.Params},
+      {"totals",
+       llvm::json::Object{{"fwd", phaseJson(C.Fwd)},
+                          {"bwd", phaseJson(C.Bwd)},
+                          {"optimizer", phaseJson(T.Optimizer)},
+                          {"recompute_flops", T.RecomputeFlops},
+                          {"step_flops", T.stepFlops(C)}}},
+      {"memory",
+       llvm::json::Object{{"weights", T.WeightBytes},
+                          {"master_weights", T.MasterWeightBytes},
+                          {"gradients", T.GradientBytes},
+                          {"optimizer_state", T.OptimizerStateBytes},
+                          {"activations", T.ActivationBytes},
+                          {"total", T.totalBytes()}}},
+      {"coverage",
+       llvm::json::Object{{"nodes", int64_t(C.ModeledNodes + C.UnmodeledNodes)},
+                          {"modeled", int64_t(C.ModeledNodes)},
+                          {"flops_share", flopCoverage(C)},
+                          {"unmodeled", std::move(Unmodeled)}}},
+      {"by_op_type", std::move(Ops)},
+      {"nodes", std::move(Nodes)},
+      {"warnings", llvm::json::Array(AM.diags().warnings())}};
+  *Cfg.Out << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+}
+
+void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) {
+  llvm::raw_ostream &OS = *Cfg.Out;
+  OS << "name,op,domain,outputs,modeled,multiplier,fwd_flops,macs,transcendentals,"
+        "fwd_bytes,bwd_flops,bwd_macs,bwd_transcendentals,bwd_bytes,saved_bytes,"
+        "fwd_seconds,bwd_seconds,fwd_bound,bwd_bound,unmodeled_reason\n";
+  auto Quote = [](llvm::StringRef S) {
+    std::string Q = "\"";
+    for (char Ch : S)
+      Q += Ch == '"' ? std::string("\"\"") : std::string(1, Ch);
+    return Q + "\"";
+  };
+  for (const NodeCost *NC : sortedRows(C, RL, Cfg)) {
+    OS << Quote(NC->N->Name) << ',' << NC->N->OpType << ',' << NC->N->domainName()
+       << ',' << Quote(outputTypes(*NC->N)) << ',' << (NC->Modeled ? 1 : 0) << ','
+       << exactNumber(NC->Multiplier);
+    for (double X : {NC->Fwd.Flops, NC->Fwd.Macs, NC->Fwd.Transcendentals,
+                     NC->Fwd.Bytes, NC->Bwd.Flops, NC->Bwd.Macs,
+                     NC->Bwd.Transcendentals, NC->Bwd.Bytes, nodeSavedBytes(*NC, C, floatBytes(Cfg))})
+      OS << ',' << exactNumber(X);
+    const NodeRoofline &R = RL.Nodes[NC - C.Nodes.data()];
+    OS << ',' << llvm::formatv("{0:e}", R.Fwd.Seconds) << ','
+       << llvm::formatv("{0:e}", R.Bwd.Seconds) << ',' << boundName(R.Fwd.B) << ','
+       << boundName(R.Bwd.B) << ',' << Quote(NC->Unmodeled) << '\n';
+  }
+}
+
+std::string seconds(double S) {
+  if (S == 0)
+    return "0";
+  if (S >= 1)
+    return llvm::formatv("{0:F2} s", S).str();
+  if (S >= 1e-3)
+    return llvm::formatv("{0:F2} ms", S * 1e3).str();
+  return llvm::formatv("{0:F1} us", S * 1e6).str();
+}
+
+void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+               const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
+               const Config &Cfg) {
+  llvm::raw_ostream &OS = *Cfg.Out;
+  OS << "model: " << M.Path << " (" << S.Nodes << " nodes, "
+     << withCommas(T.Params) << " trainable parameters)\n";
+  for (const Value *V : M.Main->Inputs)
+    if (!V->isInitializer())
+      OS << "input:  " << V->Name << ' ' << V->typeStr() << '\n';
+  for (const Value *V : M.Main->Outputs)
+    OS << "output: " << V->Name << ' ' << V->typeStr() << '\n';
+  OS << "training step: "
+     << (Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : std::string("dtype as stored"))
+     << ", " << optimizerName(Cfg.Opt) << ", recompute " << recomputeName(Cfg.Recomp)
+     << "\n";
+  OS << formatv("device: {0} ({1} peak {2}, {3}, ridge point {4:F1} FLOP/B; "
+                "efficiency compute {5}, memory {6}; {7})\n\n",
+                RL.Dev->Name, dtypeName(RL.StepType), siNumber(RL.MatrixPeak, "FLOP/s"),
+                siNumber(RL.Bandwidth, "B/s"), RL.RidgePoint, RL.Dev->EffCompute,
+                RL.Dev->EffMemory,
+                Cfg.SumTerms ? "time = compute + memory" : "time = max(compute, memory)");
+
+  auto Rows = sortedRows(C, RL, Cfg);
+  size_t NameW = 4, OpW = 2, OutW = 6;
+  for (const NodeCost *NC : Rows) {
+    NameW = std::min<size_t>(40, std::max(NameW, NC->N->Name.size()));
+    OpW = std::max(OpW, NC->N->qualifiedOpType().size());
+    OutW = std::min<size_t>(32, std::max(OutW, outputTypes(*NC->N).size()));
+  }
+  auto Clip = [](std::string S, size_t W) {
+    return S.size() <= W ? S : S.substr(0, W - 1) + "~";
+  };
+  OS << formatv("{0} {1} {2} {3,10} {4,10} {5,10} {6,10} {7,8} {8,10} {9,-8} {10,10}\n",
+                llvm::fmt_align("node", llvm::AlignStyle::Left, NameW),
+                llvm::fmt_align("op", llvm::AlignStyle::Left, OpW),
+                llvm::fmt_align("output", llvm::AlignStyle::Left, OutW), "fwd FLOP",
+                "bwd FLOP", "MACs", "bytes", "FLOP/B", "time", "bound", "saved");
+  for (const NodeCost *NC : Rows) {
+    OS << formatv("{0} {1} {2} ",
+                  llvm::fmt_align(Clip(NC->N->Name, NameW), llvm::AlignStyle::Left, NameW),
+                  llvm::fmt_align(NC->N->qualifiedOpType(), llvm::AlignStyle::Left, OpW),
+                  llvm::fmt_align(Clip(outputTypes(*NC->N), OutW), llvm::AlignStyle::Left, OutW));
+    if (!NC->Modeled) {
+      OS << "unmodeled: " << NC->Unmodeled << '\n';
+      continue;
+    }
+    double K = NC->Multiplier;
+    const NodeRoofline &R = RL.Nodes[NC - C.Nodes.data()];
+    std::string Intensity = std::isfinite(R.Fwd.Intensity)
+                                ? formatv("{0:F1}", R.Fwd.Intensity).str()
+                                : std::string("-");
+    std::string BoundStr = boundName(R.Fwd.B);
+    // Memory-bound rows stand out: upper case, and yellow on a terminal.
+    if (R.Fwd.B == Bound::Memory)
+      BoundStr = Cfg.Color ? "\x1b[33mMEMORY\x1b[0m  " : "MEMORY";
+    OS << formatv("{0,10} {1,10} {2,10} {3,10} {4,8} {5,10} {6} {7,10}",
+                  siNumber(NC->Fwd.Flops * K),
+                  NC->NeedsBackward ? siNumber(NC->Bwd.Flops * K) : std::string("-"),
+                  siNumber(NC->Fwd.Macs * K), siNumber((NC->Fwd.Bytes + NC->Bwd.Bytes) * K, "B"),
+                  Intensity, seconds(nodeSeconds(C, RL, NC)),
+                  Cfg.Color && R.Fwd.B == Bound::Memory
+                      ? BoundStr
+                      : formatv("{0,-8}", BoundStr).str(),
+                  siNumber(nodeSavedBytes(*NC, C, floatBytes(Cfg)) * K, "B"));
+    if (K != 1)
+      OS << "  x" << exactNumber(K);
+    OS << '\n';
+  }
+  if (Rows.size() < C.Nodes.size())
+    OS << formatv("({0} more rows; --top 0 shows all)\n", C.Nodes.size() - Rows.size());
+
+  OS << "\nper op type:\n";
+  size_t TypeW = 8;
+  for (const OpTypeTotal &T : byOpType(C))
+    TypeW = std::max(TypeW, T.Op.size());
+  OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5}\n",
+                llvm::fmt_align("op", llvm::AlignStyle::Left, TypeW), "nodes",
+                "fwd", "bwd", "bytes", "share");
+  double StepFlops = C.Fwd.Flops + C.Bwd.Flops;
+  for (const OpTypeTotal &T : byOpType(C))
+    OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5:P1}\n",
+                  llvm::fmt_align(T.Op, llvm::AlignStyle::Left, TypeW),
+                  T.Count, siNumber(T.Fwd.Flops, "FLOP"), siNumber(T.Bwd.Flops, "FLOP"),
+                  siNumber(T.Fwd.Bytes + T.Bwd.Bytes, "B"),
+                  StepFlops > 0 ? (T.Fwd.Flops + T.Bwd.Flops) / StepFlops : 0.0);
+
+  OS << "\ntotals:\n";
+  auto Phase = [&](const char *Name, const PhaseCost &P) {
+    OS << formatv("  {0,-10} {1,12} {2,12} {3,14} {4,10}\n", Name, siNumber(P.Flops, "FLOP"),
+                  siNumber(P.Macs, "MAC"), siNumber(P.Transcendentals, "transc"),
+                  siNumber(P.Bytes, "B"));
+  };
+  Phase("forward", C.Fwd);
+  Phase("backward", C.Bwd);
+  if (T.RecomputeFlops > 0)
+    Phase("recompute", PhaseCost{T.RecomputeFlops, T.RecomputeMacs, 0, T.RecomputeBytes});
+  Phase("optimizer", T.Optimizer);
+  OS << formatv("  {0,-10} {1,12}\n", "step", siNumber(T.stepFlops(C), "FLOP"));
+  double Step = RL.stepSeconds();
+  OS << formatv("step time on {0}: {1} (forward {2}, backward {3}", RL.Dev->Name,
+                seconds(Step), seconds(RL.FwdSeconds), seconds(RL.BwdSeconds));
+  if (RL.RecomputeSeconds > 0)
+    OS << ", recompute " << seconds(RL.RecomputeSeconds);
+  OS << formatv(", optimizer {0}); {1:P1} of it in memory-bound ops; MFU {2:P1}\n",
+                seconds(RL.OptimizerSeconds), Step > 0 ? RL.MemoryBoundSeconds / Step : 0.0,
+                RL.MFU);
+  // Top ops by time, and the op types a higher-intensity implementation
+  // (fusion, another partitioning) would speed up most: the time a
+  // memory-bound phase spends above its compute time.
+  std::vector<const NodeCost *> All;
+  All.reserve(C.Nodes.size());
+  for (const NodeCost &NC : C.Nodes)
+    All.push_back(&NC);
+  std::vector<const NodeCost *> ByTime =
+      topByKey(All, [&](const NodeCost *N) { return nodeSeconds(C, RL, N); }, 5);
+  OS << "top ops by time:";
+  for (size_t I = 0; I < std::min<size_t>(5, ByTime.size()); ++I) {
+    const NodeCost *NC = ByTime[I];
+    if (nodeSeconds(C, RL, NC) <= 0)
+      break;
+    OS << formatv(" {0} ({1}, {2}, {3:P0})", NC->N->Name, NC->N->qualifiedOpType(),
+                  boundName(RL.Nodes[NC - C.Nodes.data()].Fwd.B),
+                  Step > 0 ? nodeSeconds(C, RL, NC) / Step : 0.0);
+    OS << (I + 1 < std::min<size_t>(5, ByTime.size()) ? "," : "");
+  }
+  OS << '\n';
+  std::map<std::string, double> Gain;
+  for (const NodeCost &NC : C.Nodes) {
+    const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
+    for (const PhaseTime *P : {&R.Fwd, &R.Bwd})
+      if (P->B == Bound::Memory)
+        Gain[NC.N->qualifiedOpType()] +=
+            (P->MemoryS - std::max(P->ComputeS, P->TranscS)) * NC.Multiplier;
+  }
+  std::vector<std::pair<std::string, double>> Gains(Gain.begin(), Gain.end());
+  std::stable_sort(Gains.begin(), Gains.end(),
+                   [](auto &A, auto &B) { return A.second > B.second; });
+  if (!Gains.empty()) {
+    OS << "memory-bound time above compute time, by op type (what fusion or a "
+          "higher-intensity kernel could save):";
+    for (size_t I = 0; I < std::min<size_t>(5, Gains.size()); ++I)
+      OS << formatv(" {0} {1}{2}", Gains[I].first, seconds(Gains[I].second),
+                    I + 1 < std::min<size_t>(5, Gains.size()) ? "," : "");
+    OS << '\n';
+  }
+  if (F.FusedOps)
+    OS << formatv("fusion what-if: {0} element-wise/normalization ops fused into {1} "
+                  "producers: bytes {2} -> {3}, step time {4} -> {5} ({6:P1})\n",
+                  F.FusedOps, F.Groups.size(), siNumber(F.BytesBefore, "B"),
+                  siNumber(F.BytesAfter, "B"), seconds(F.StepSecondsBefore),
+                  seconds(F.StepSecondsAfter),
+                  F.StepSecondsBefore > 0 ? F.StepSecondsAfter / F.StepSecondsBefore - 1 : 0.0);
+  OS << "memory: weights " << siNumber(T.WeightBytes, "B");
+  if (T.MasterWeightBytes > 0)
+    OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
+  OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
+     << siNumber(T.OptimizerStateBytes, "B") << " + activations "
+     << siNumber(T.ActivationBytes, "B") << " = " << siNumber(T.totalBytes(), "B")
+     << formatv(" ({0} {1} of {2})\n",
+                T.totalBytes() <= RL.Dev->MemCapacity ? "fits" : "DOES NOT FIT", RL.Dev->Name,
+                siNumber(RL.Dev->MemCapacity, "B"));
+  size_t Total = C.ModeledNodes + C.UnmodeledNodes;
+  OS << formatv("coverage: {0} of {1} nodes modeled ({2:P1}); {3:P1} of estimated "
+                "forward FLOPs\n",
+                C.ModeledNodes, Total, Total ? double(C.ModeledNodes) / Total : 1.0,
+                flopCoverage(C));
+  for (const auto &[What, Count] : C.UnmodeledOps)
+    OS << "  unmodeled: " << What << " x" << Count << '\n';
+}
+
+} // namespace
+
+llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
+  auto S = AM.getResult<GraphSummaryAnalysis>();
+  if (!S)
+    return S.takeError();
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  auto T = AM.getResult<TrainingStepAnalysis>();
+  if (!T)
+    return T.takeError();
+  auto RL = AM.getResult<RooflineAnalysis>();
+  if (!RL)
+    return RL.takeError();
+  auto F = AM.getResult<FusionAnalysis>();
+  if (!F)
+    return F.takeError();
+  switch (AM.config().Format) {
+  case OutputFormat::Json:
+    printJson(M, *S, *C, *T, *RL, *F, AM);
+    break;
+  case OutputFormat::Csv:
+    printCsv(*C, *RL, AM.config());
+    break;
+  case OutputFormat::Text:
+    printText(M, *S, *C, *T, *RL, *F, AM.config());
+    break;
+  }
+  if (!AM.config().RooflinePath.empty())
+    return writeRooflineChart(AM.config().RooflinePath, M, *C, *RL, AM.config());
+  return llvm::Error::success();
+}

@@ -1,0 +1,157 @@
+//===- Fusion.cpp - What-if: fuse element-wise chains into producers ------===//
+#include "passes/roofline/Fusion.h"
+#include "analyzer/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include <map>
+#include <optional>
+
+using namespace ridge;
+
+namespace {
+
+bool joinsProducer(const Node &N) {
+  const OpRule *R = findOpRule(N.Domain, N.OpType);
+  if (!R)
+    return false;
+  OpClass C = opClass(*R);
+  return C == OpClass::ElementWise || C == OpClass::Normalization || C == OpClass::View;
+}
+
+} // namespace
+
+llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  auto RL = AM.getResult<RooflineAnalysis>();
+  if (!RL)
+    return RL.takeError();
+  const Config &Cfg = AM.config();
+  const Device &D = *RL->Dev;
+  FusionResult R;
+
+  // Each node's row in C: by index for the main graph's nodes (a hash map
+  // of a million node pointers missed the cache at every query), hashed
+  // for the rest (subgraphs).
+  const Graph &Main = *M.Main;
+  std::vector<size_t> MainRow(Main.Nodes.size(), SIZE_MAX);
+  llvm::DenseMap<const Node *, size_t> OtherRow;
+  for (size_t I = 0; I < C->Nodes.size(); ++I) {
+    const Node *N = C->Nodes[I].N;
+    if (N->Parent == &Main)
+      MainRow[N->Index] = I;
+    else
+      OtherRow[N] = I;
+  }
+  auto RowOf = [&](const Node *N) -> std::optional<size_t> {
+    if (N->Parent == &Main)
+      return MainRow[N->Index] == SIZE_MAX ? std::nullopt : std::optional(MainRow[N->Index]);
+    auto It = OtherRow.find(N);
+    return It == OtherRow.end() ? std::nullopt : std::optional(It->second);
+  };
+  // Union into the producer's group: Group[i] is the group id of node i.
+  std::vector<size_t> Group(C->Nodes.size());
+  for (size_t I = 0; I < Group.size(); ++I)
+    Group[I] = I;
+  // Interior tensors: written by one member, read only by another (the
+  // one that joined its producer's group through it; at most one a node).
+  std::vector<const Value *> Interior(C->Nodes.size(), nullptr);
+  for (size_t I = 0; I < C->Nodes.size(); ++I) {
+    const NodeCost &NC = C->Nodes[I];
+    if (!NC.Modeled || !joinsProducer(*NC.N))
+      continue;
+    for (const Value *In : NC.N->Inputs) {
+      if (!In || !In->Producer || In->IsGraphOutput || In->Users.size() != 1 ||
+          In->Producer->Parent != NC.N->Parent)
+        continue;
+      std::optional<size_t> P = RowOf(In->Producer);
+      if (!P || !C->Nodes[*P].Modeled)
+        continue;
+      const Node &Prod = *In->Producer;
+      const OpRule *PR = findOpRule(Prod.Domain, Prod.OpType);
+      if (!PR || Prod.OpType == "If" || Prod.OpType == "Loop" || Prod.OpType == "Scan")
+        continue;
+      Group[I] = Group[*P];
+      // A view aliases its input and reads nothing: the tensor is saved only
+      // when a real consumer of the view's output joins the group too.
+      if (opClass(*findOpRule(NC.N->Domain, NC.N->OpType)) != OpClass::View)
+        Interior[I] = In;
+      break; // one producer edge per op: a chain, as loop fusion builds
+    }
+  }
+  // Collect groups in program order (a group's id is its first member's
+  // index: numbering ids as they first appear is program order), one
+  // FusionGroup per group, not per node.
+  std::vector<uint32_t> Slot(C->Nodes.size(), UINT32_MAX);
+  std::vector<size_t> Ids;
+  for (size_t I = 0; I < C->Nodes.size(); ++I)
+    if (Slot[Group[I]] == UINT32_MAX) {
+      Slot[Group[I]] = uint32_t(Ids.size());
+      Ids.push_back(Group[I]);
+    }
+  std::vector<FusionGroup> ById(Ids.size());
+  for (size_t I = 0; I < C->Nodes.size(); ++I) {
+    const NodeCost &NC = C->Nodes[I];
+    FusionGroup &G = ById[Slot[Group[I]]];
+    G.Members.push_back(I);
+    G.Multiplier = NC.Multiplier;
+    G.Fwd += NC.Fwd;
+    G.Bwd += NC.Bwd;
+    G.NeedsBackward |= NC.NeedsBackward;
+  }
+  for (size_t K = 0; K < ById.size(); ++K) {
+    FusionGroup &G = ById[K];
+    for (size_t I : G.Members) { // in order: as the group's tensors joined
+      const Value *V = Interior[I];
+      if (!V)
+        continue;
+      double B = valueBytes(V, floatBytes(Cfg));
+      G.Fwd.Bytes -= 2 * B;
+      if (G.NeedsBackward)
+        G.Bwd.Bytes -= 2 * B; // its gradient is written and read inside too
+      G.SavedBytes += (G.NeedsBackward ? 4 : 2) * B;
+    }
+    G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
+    G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
+    DType Ty = RL->Nodes[G.Members.front()].Type;
+    G.FwdTime = placeOnDevice(G.Fwd, D, Ty, Cfg);
+    if (G.NeedsBackward)
+      G.BwdTime = placeOnDevice(G.Bwd, D, Ty, Cfg);
+    R.BytesAfter += (G.Fwd.Bytes + G.Bwd.Bytes) * G.Multiplier;
+    R.StepSecondsAfter += (G.FwdTime.Seconds + G.BwdTime.Seconds) * G.Multiplier;
+    if (G.Members.size() > 1) {
+      R.FusedOps += G.Members.size() - 1;
+      R.Groups.push_back(std::move(G));
+    }
+  }
+  for (const NodeCost &NC : C->Nodes)
+    R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.Multiplier;
+  double Rest = RL->RecomputeSeconds + RL->OptimizerSeconds;
+  R.StepSecondsBefore = RL->stepSeconds();
+  R.StepSecondsAfter += Rest;
+  return R;
+}
+
+llvm::Error PrintFusionPass::run(Model &M, AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  auto F = AM.getResult<FusionAnalysis>();
+  if (!F)
+    return F.takeError();
+  llvm::raw_ostream &OS = *AM.config().Out;
+  for (const FusionGroup &G : F->Groups) {
+    OS << "fusion group:";
+    for (size_t I : G.Members)
+      OS << ' ' << C->Nodes[I].N->Name;
+    OS << " fwd_bytes=" << exactNumber(G.Fwd.Bytes);
+    if (G.NeedsBackward)
+      OS << " bwd_bytes=" << exactNumber(G.Bwd.Bytes);
+    OS << " saved_bytes=" << exactNumber(G.SavedBytes) << '\n';
+  }
+  OS << llvm::formatv("fusion: {0} groups, {1} ops fused; bytes {2} -> {3}; step "
+                      "{4:e} s -> {5:e} s\n",
+                      F->Groups.size(), F->FusedOps, exactNumber(F->BytesBefore),
+                      exactNumber(F->BytesAfter), F->StepSecondsBefore, F->StepSecondsAfter);
+  return llvm::Error::success();
+}

@@ -1,0 +1,47 @@
+//===- Fusion.h - What-if: fuse element-wise chains into producers -*- C++ -*-===//
+//
+// The roofline's third lever (laws.md section 3): the same work with higher
+// intensity. Like a compiler's loop fusion, an element-wise op, a
+// normalization or a view joins the group of the producer of its input when
+// that input has no other reader. Tensors that live and die inside a group
+// never reach memory: their write and read (and, in the backward, their
+// gradient's) bytes are removed; FLOPs stay; a group launches one kernel per
+// phase. The analysis re-places each group on the roofline and reports the
+// step time before and after.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_ROOFLINE_FUSION_H
+#define RIDGE_PASSES_ROOFLINE_FUSION_H
+
+#include "passes/roofline/Roofline.h"
+
+namespace ridge {
+
+struct FusionGroup {
+  std::vector<size_t> Members; ///< indices into CostResult::Nodes, in order
+  PhaseCost Fwd, Bwd;          ///< fused amounts (multiplier applied)
+  double Multiplier = 1;
+  bool NeedsBackward = false;
+  double SavedBytes = 0;       ///< intermediate bytes no longer moved
+  PhaseTime FwdTime, BwdTime;
+};
+
+struct FusionResult {
+  std::vector<FusionGroup> Groups; ///< groups of two or more ops
+  size_t FusedOps = 0;             ///< ops that joined a producer's group
+  double BytesBefore = 0, BytesAfter = 0; ///< forward + backward, whole step
+  double StepSecondsBefore = 0, StepSecondsAfter = 0;
+};
+
+struct FusionAnalysis {
+  using Result = FusionResult;
+  static constexpr const char *Name = "fusion";
+  static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
+};
+
+/// `print<fusion>`: groups, bytes and step time before and after fusion.
+RIDGE_DECLARE_PASS(PrintFusionPass)
+
+} // namespace ridge
+
+#endif

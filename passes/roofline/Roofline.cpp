@@ -1,0 +1,126 @@
+//===- Roofline.cpp - Place every node on the device's roofline -----------===//
+#include "passes/roofline/Roofline.h"
+#include "llvm/Support/FormatVariadic.h"
+#include <cmath>
+#include <limits>
+#include <set>
+
+using namespace ridge;
+
+const char *ridge::boundName(Bound B) {
+  switch (B) {
+  case Bound::None: return "-";
+  case Bound::Compute: return "compute";
+  case Bound::Memory: return "memory";
+  case Bound::Transcendental: return "transc";
+  case Bound::Launch: return "launch";
+  }
+  return "?";
+}
+
+PhaseTime ridge::placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,
+                            double Bandwidth, double TranscRate, double Launch,
+                            bool Sum) {
+  PhaseTime T;
+  double MatrixFlops = 2 * P.Macs;
+  double VectorFlops = std::max(0.0, P.Flops - MatrixFlops);
+  T.ComputeS = MatrixFlops / MatrixPeak + VectorFlops / VectorPeak;
+  T.MemoryS = P.Bytes / Bandwidth;
+  T.TranscS = TranscRate > 0 ? P.Transcendentals / TranscRate
+                             : P.Transcendentals / VectorPeak;
+  T.Intensity = P.Bytes > 0 ? P.Flops / P.Bytes : std::numeric_limits<double>::infinity();
+  double PiEff = T.ComputeS > 0 ? P.Flops / T.ComputeS : MatrixPeak;
+  T.Attainable = std::min(PiEff, Bandwidth * T.Intensity);
+  double Work = Sum ? T.ComputeS + T.MemoryS + T.TranscS
+                    : std::max({T.ComputeS, T.MemoryS, T.TranscS});
+  if (Work <= 0)
+    return T; // nothing runs: a view or metadata op launches no kernel
+  T.B = T.ComputeS >= T.MemoryS && T.ComputeS >= T.TranscS ? Bound::Compute
+        : T.MemoryS >= T.TranscS                             ? Bound::Memory
+                                                             : Bound::Transcendental;
+  if (Launch > Work)
+    T.B = Bound::Launch;
+  T.Seconds = Work + Launch;
+  return T;
+}
+
+PhaseTime ridge::placeOnDevice(const PhaseCost &P, const Device &D, DType T,
+                               const Config &Cfg) {
+  double MatrixFlops = 2 * P.Macs;
+  double VectorFlops = std::max(0.0, P.Flops - MatrixFlops);
+  double MatrixPeak = T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
+                          ? D.Tf32Flops
+                          : D.peak(T).value_or(D.vectorPeak(T));
+  double Pi = MatrixPeak * D.matrixEfficiency(MatrixFlops);
+  double Vector = D.vectorPeak(T) * D.vectorEfficiency(VectorFlops);
+  double Beta = D.MemBandwidth * D.memoryEfficiency(P.Bytes);
+  double Tau = D.TranscendentalsPerS * D.EffCompute;
+  return placePhase(P, Pi, Vector, Beta, Tau, D.LaunchOverhead,
+                    Cfg.SumTerms || !D.KernelOverlap);
+}
+
+llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &AM) {
+  const Config &Cfg = AM.config();
+  if (!Cfg.Dev)
+    return usageError("roofline: no device selected");
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  auto T = AM.getResult<TrainingStepAnalysis>();
+  if (!T)
+    return T.takeError();
+  const Device &D = *Cfg.Dev;
+  RooflineResult R;
+  R.Dev = &D;
+  R.Bandwidth = D.MemBandwidth;
+  R.VectorPeak = D.peak(DType::Float).value_or(0);
+  std::set<DType> Fallbacks;
+  R.StepType = Cfg.ComputeDType.value_or(DType::Float);
+  R.MatrixPeak = R.StepType == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
+                     ? D.Tf32Flops
+                     : D.peak(R.StepType).value_or(D.vectorPeak(R.StepType));
+  if (R.VectorPeak <= 0)
+    R.VectorPeak = R.MatrixPeak; // a device with no fp32 figure
+  R.RidgePoint = R.MatrixPeak / R.Bandwidth;
+
+  R.Nodes.reserve(C->Nodes.size());
+  for (const NodeCost &NC : C->Nodes) {
+    NodeRoofline NR;
+    // The op's arithmetic type: --dtype, else its first floating output.
+    NR.Type = Cfg.ComputeDType.value_or(DType::Float);
+    if (!Cfg.ComputeDType)
+      for (const Value *V : NC.N->Outputs)
+        if (V && isFloatingPoint(V->Elem)) {
+          NR.Type = V->Elem;
+          break;
+        }
+    if (!D.peak(NR.Type) && !(NR.Type == DType::Float && Cfg.TF32 && D.Tf32Flops > 0))
+      Fallbacks.insert(NR.Type);
+    NR.Fwd = placeOnDevice(NC.Fwd, D, NR.Type, Cfg);
+    if (NC.NeedsBackward)
+      NR.Bwd = placeOnDevice(NC.Bwd, D, NR.Type, Cfg);
+    double K = NC.Multiplier;
+    R.FwdSeconds += NR.Fwd.Seconds * K;
+    R.BwdSeconds += NR.Bwd.Seconds * K;
+    for (const PhaseTime *P : {&NR.Fwd, &NR.Bwd})
+      if (P->B == Bound::Memory)
+        R.MemoryBoundSeconds += P->Seconds * K;
+    // Recomputation replays the forward phases TrainingStep marked.
+    if (T->Recomputed[&NC - C->Nodes.data()])
+      R.RecomputeSeconds += NR.Fwd.Seconds * K;
+    R.Nodes.push_back(NR);
+  }
+  // The optimizer: one fused multi-tensor update, streaming its bytes.
+  // fp32 master weights and state: vector work at fp32.
+  PhaseTime Opt = placeOnDevice(T->Optimizer, D, DType::Float, Cfg);
+  R.OptimizerSeconds = Opt.Seconds;
+  if (Opt.B == Bound::Memory)
+    R.MemoryBoundSeconds += Opt.Seconds;
+  double Step = R.stepSeconds();
+  R.MFU = Step > 0 ? (C->Fwd.Flops + C->Bwd.Flops) / Step / R.MatrixPeak : 0;
+  for (DType Ty : Fallbacks)
+    AM.diags().warn(M.Path, llvm::formatv("device {0} lists no {1} peak; ops in {1} "
+                                          "are timed at its vector rate",
+                                          D.Name, dtypeName(Ty)));
+  return R;
+}

@@ -1,0 +1,82 @@
+//===- Roofline.h - Place every node on the device's roofline ---*- C++ -*-===//
+//
+// laws.md section 3: attainable rate P(I) = min(pi, beta * I). Per node and
+// phase, with pi and beta derated by the device's efficiency factors:
+//   compute time = 2*MACs / pi_matrix(dtype) + (FLOPs - 2*MACs) / pi_vector
+//   memory time  = bytes / beta
+//   transc time  = transcendentals / tau
+//   time = max(compute, memory, transc) (or their sum, --no-overlap)
+//          + the device's launch floor for every phase that runs a kernel.
+// Matrix products and convolutions run at the dtype's (tensor-core) peak;
+// every other FLOP at the vector fp32 rate, as element-wise kernels do.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_ROOFLINE_ROOFLINE_H
+#define RIDGE_PASSES_ROOFLINE_ROOFLINE_H
+
+#include "devices/Device.h"
+#include "passes/cost/CostModel.h"
+#include "passes/cost/TrainingStep.h"
+
+namespace ridge {
+
+enum class Bound : uint8_t { None, Compute, Memory, Transcendental, Launch };
+const char *boundName(Bound B);
+
+struct PhaseTime {
+  double Seconds = 0;
+  double ComputeS = 0, MemoryS = 0, TranscS = 0;
+  double Intensity = 0;  ///< FLOP per byte (infinity when no bytes move)
+  double Attainable = 0; ///< FLOP/s: min(pi_eff, beta * I)
+  Bound B = Bound::None;
+};
+
+struct NodeRoofline {
+  PhaseTime Fwd, Bwd;
+  DType Type = DType::Float; ///< the dtype whose peak applied
+};
+
+struct RooflineResult {
+  const Device *Dev = nullptr;
+  DType StepType = DType::Float;   ///< dtype of the step (MFU's peak)
+  double MatrixPeak = 0;           ///< datasheet peak for StepType, FLOP/s
+  double VectorPeak = 0;           ///< datasheet fp32 peak
+  double Bandwidth = 0;            ///< datasheet bytes/s
+  double RidgePoint = 0;           ///< MatrixPeak / Bandwidth, FLOP/byte
+  std::vector<NodeRoofline> Nodes; ///< parallel to CostResult::Nodes
+  double FwdSeconds = 0, BwdSeconds = 0, RecomputeSeconds = 0, OptimizerSeconds = 0;
+  double MemoryBoundSeconds = 0; ///< phases whose larger term is memory
+  double stepSeconds() const {
+    return FwdSeconds + BwdSeconds + RecomputeSeconds + OptimizerSeconds;
+  }
+  /// Model FLOPs utilization: forward + backward FLOPs (not recomputation
+  /// or optimizer) per second of step, over the datasheet peak.
+  double MFU = 0;
+};
+
+struct RooflineAnalysis {
+  using Result = RooflineResult;
+  static constexpr const char *Name = "roofline";
+  static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
+};
+
+/// One phase of an op in dtype T on device D: the matrix peak for T (TF32
+/// for fp32 with --tf32), the vector rate for T for other FLOPs, each derated
+/// by the device's efficiency (its curves by op size when it has them), and
+/// time = max of the terms, or their sum with --no-overlap or a device whose
+/// kernels do not overlap.
+PhaseTime placeOnDevice(const PhaseCost &P, const Device &D, DType T, const Config &Cfg);
+
+/// One phase on the roofline with explicit rates; exposed for unit tests.
+PhaseTime placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,
+                     double Bandwidth, double TranscRate, double Launch, bool Sum);
+
+/// `print<roofline>`: each node's intensity, attainable rate, time and bound.
+RIDGE_DECLARE_PASS(PrintRooflinePass)
+/// `print<partition>`: each weighted op's intensity under data- and
+/// tensor-parallel splits (PartitionIntensity.cpp).
+RIDGE_DECLARE_PASS(PrintPartitionPass)
+
+} // namespace ridge
+
+#endif
