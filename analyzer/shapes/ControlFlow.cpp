@@ -1,0 +1,382 @@
+//===- ControlFlow.cpp - Shape rules: If, Loop, Scan, sequences -----------===//
+#include "analyzer/shapes/Rules.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace ridge::shapes {
+
+/// If: each output is the union of the branches' (same rank: agreeing dims
+/// kept, others unknown; different ranks: no shape).
+void ruleIf(Ctx &C) {
+  Graph *Then = attrGraph(C.N, "then_branch"), *Else = attrGraph(C.N, "else_branch");
+  if (Then)
+    C.Inf.inferGraph(*Then);
+  if (Else)
+    C.Inf.inferGraph(*Else);
+  if (!Then || !Else)
+    return;
+  for (unsigned O = 0; O < C.numOuts(); ++O) {
+    if (O >= Then->Outputs.size() || O >= Else->Outputs.size())
+      return;
+    Value *A = Then->Outputs[O], *B = Else->Outputs[O];
+    auto EA = C.Inf.Elems.find(A), EB = C.Inf.Elems.find(B);
+    if (EA != C.Inf.Elems.end() && EB != C.Inf.Elems.end()) {
+      ElemInfo E = EA->second;
+      if (!EB->second.Empty)
+        addElement(E, EB->second.Elem, EB->second.Shp);
+      setElems(C, O, E);
+    }
+    C.setType(O, A->Elem != DType::Undefined ? A->Elem : B->Elem);
+    if (!A->Shp || !B->Shp || A->Shp->rank() != B->Shp->rank())
+      continue;
+    Shape S;
+    for (size_t I = 0; I < A->Shp->rank(); ++I)
+      S.Dims.push_back(unionDim(A->Shp->Dims[I], B->Shp->Dims[I]));
+    C.set(O, DType::Undefined, S);
+  }
+}
+
+void typeLike(Value &Dst, const Value &Src) {
+  if (Dst.Elem == DType::Undefined)
+    Dst.Elem = Src.Elem;
+  if (Src.Shp)
+    refineShape(Dst, *Src.Shp);
+}
+
+/// A loop-carried output: the state's initial value or its value after the
+/// body, whichever ran last.
+static void setCarriedOutput(Ctx &C, unsigned O, const Value *Init, const Value *Body) {
+  C.setType(O, Body->Elem != DType::Undefined ? Body->Elem
+                                              : Init ? Init->Elem : DType::Undefined);
+  if (!Body->Shp || !Init || !Init->Shp || Init->Shp->rank() != Body->Shp->rank())
+    return;
+  Shape S;
+  for (size_t I = 0; I < Body->Shp->rank(); ++I)
+    S.Dims.push_back(unionDim(Init->Shp->Dims[I], Body->Shp->Dims[I]));
+  C.set(O, DType::Undefined, S);
+}
+
+void ruleLoop(Ctx &C) {
+  Graph *Body = attrGraph(C.N, "body");
+  if (!Body)
+    return;
+  // Body inputs: iteration number, condition, loop-carried states.
+  // Body outputs: condition, states, scan outputs.
+  Value Iter, Cond;
+  Iter.Elem = DType::Int64;
+  Iter.Shp.emplace();
+  Cond.Elem = DType::Bool;
+  Cond.Shp.emplace();
+  if (Body->Inputs.size() >= 1)
+    typeLike(*Body->Inputs[0], Iter);
+  if (Body->Inputs.size() >= 2)
+    typeLike(*Body->Inputs[1], Cond);
+  SmallVector<std::pair<Value *, Value *>, 4> Carried;
+  size_t NState = C.N.Inputs.size() >= 2 ? C.N.Inputs.size() - 2 : 0;
+  for (size_t K = 0; K < NState; ++K) {
+    if (2 + K >= Body->Inputs.size() || 1 + K >= Body->Outputs.size())
+      break;
+    if (Value *In = C.in(2 + K)) {
+      typeLike(*Body->Inputs[2 + K], *In);
+      if (const ElemInfo *E = elemsOf(C, 2 + K))
+        C.Inf.Elems[Body->Inputs[2 + K]] = *E;
+    }
+    Carried.push_back({Body->Inputs[2 + K], Body->Outputs[1 + K]});
+  }
+  C.Inf.inferBody(*Body, Carried);
+  for (size_t K = 0; K < NState && K < C.numOuts(); ++K) {
+    if (1 + K >= Body->Outputs.size())
+      break;
+    setCarriedOutput(C, K, C.in(2 + K), Body->Outputs[1 + K]);
+    auto EB = C.Inf.Elems.find(Body->Outputs[1 + K]);
+    if (EB == C.Inf.Elems.end())
+      continue;
+    ElemInfo E = EB->second;
+    if (const ElemInfo *EI = elemsOf(C, 2 + K); EI && !EI->Empty)
+      addElement(E, EI->Elem, EI->Shp);
+    setElems(C, K, E);
+  }
+  // Scan outputs: the body's per-iteration values stacked along a new axis,
+  // of the trip count when the loop runs exactly that many times (its
+  // condition is true and the body passes it through or keeps it true).
+  Dim Trip;
+  int64_t MaxTrip;
+  auto KnownTrue = [&](Value *V) {
+    auto It = V ? C.Inf.Vals.find(V) : C.Inf.Vals.end();
+    if (It != C.Inf.Vals.end())
+      return llvm::all_of(It->second, [](const IV &X) { return X.Known && X.V; });
+    return V && V->IntData && llvm::all_of(*V->IntData, [](int64_t X) { return X != 0; });
+  };
+  if (C.has(0) && C.scalarInt(0, MaxTrip) && MaxTrip >= 0 &&
+      (!C.has(1) || KnownTrue(C.in(1))) && Body->Inputs.size() >= 2 &&
+      !Body->Outputs.empty()) {
+    Value *CondOut = Body->Outputs[0];
+    const Node *P = CondOut->Producer;
+    if (CondOut == Body->Inputs[1] || KnownTrue(CondOut) ||
+        (P && P->OpType == "Identity" && P->input(0) == Body->Inputs[1]))
+      Trip = Dim::known(MaxTrip);
+  }
+  for (size_t J = NState; J < C.numOuts(); ++J) {
+    if (1 + J >= Body->Outputs.size())
+      break;
+    Value *B = Body->Outputs[1 + J];
+    C.setType(J, B->Elem);
+    if (!B->Shp)
+      continue;
+    Shape S = *B->Shp;
+    S.Dims.insert(S.Dims.begin(), Trip);
+    C.set(J, B->Elem, S);
+  }
+}
+
+/// Scan-8: a leading sequence_lens input; every input and output has a
+/// batch axis 0, scanned inputs and outputs a sequence axis 1.
+static void ruleScan8(Ctx &C, Graph *Body) {
+  int64_t M = C.N.attrInt("num_scan_inputs", 0);
+  int64_t NIn = int64_t(C.N.Inputs.size()) - 1;
+  if (M <= 0 || M > NIn || int64_t(Body->Inputs.size()) != NIn)
+    return;
+  int64_t NState = NIn - M;
+  SmallVector<std::pair<Value *, Value *>, 4> Carried;
+  Dim Batch, SeqLen;
+  for (int64_t K = 0; K < NIn; ++K) {
+    Value *In = C.in(1 + K);
+    if (!In)
+      continue;
+    Value Slice;
+    Slice.Elem = In->Elem;
+    size_t Drop = K < NState ? 1 : 2;
+    if (In->Shp && In->Shp->rank() >= Drop) {
+      Slice.Shp = *In->Shp;
+      Slice.Shp->Dims.erase(Slice.Shp->Dims.begin(), Slice.Shp->Dims.begin() + Drop);
+      Batch = mergeDim(Batch, In->Shp->Dims[0]);
+      if (K >= NState)
+        SeqLen = mergeDim(SeqLen, In->Shp->Dims[1]);
+    }
+    typeLike(*Body->Inputs[K], Slice);
+    if (K < NState && K < int64_t(Body->Outputs.size()))
+      Carried.push_back({Body->Inputs[K], Body->Outputs[K]});
+  }
+  C.Inf.inferBody(*Body, Carried);
+  for (int64_t J = 0; J < int64_t(C.numOuts()) && J < int64_t(Body->Outputs.size()); ++J) {
+    Value *B = Body->Outputs[J];
+    C.setType(J, B->Elem);
+    if (!B->Shp)
+      continue;
+    Shape S = *B->Shp;
+    if (J >= NState)
+      S.Dims.insert(S.Dims.begin(), SeqLen);
+    S.Dims.insert(S.Dims.begin(), Batch);
+    C.set(J, B->Elem, S);
+  }
+}
+
+void ruleScan(Ctx &C) {
+  Graph *Body = attrGraph(C.N, "body");
+  if (!Body)
+    return;
+  if (C.Opset < 9)
+    return ruleScan8(C, Body);
+  int64_t M = C.N.attrInt("num_scan_inputs", 0);
+  int64_t NIn = C.N.Inputs.size();
+  if (M <= 0 || M > NIn || int64_t(Body->Inputs.size()) != NIn)
+    return;
+  int64_t NState = NIn - M;
+  auto InAxes = C.N.attrInts("scan_input_axes");
+  auto OutAxes = C.N.attrInts("scan_output_axes");
+  SmallVector<std::pair<Value *, Value *>, 4> Carried;
+  for (int64_t K = 0; K < NState; ++K) {
+    if (Value *In = C.in(K))
+      typeLike(*Body->Inputs[K], *In);
+    if (K < int64_t(Body->Outputs.size()))
+      Carried.push_back({Body->Inputs[K], Body->Outputs[K]});
+  }
+  Dim SeqLen;
+  bool HaveLen = false;
+  for (int64_t J = 0; J < M; ++J) {
+    Value *In = C.in(NState + J);
+    if (!In)
+      continue;
+    Value Slice;
+    Slice.Elem = In->Elem;
+    if (In->Shp) {
+      int64_t Axis = InAxes && J < int64_t(InAxes->size()) ? (*InAxes)[J] : 0;
+      if (normAxis(Axis, In->Shp->rank())) {
+        Slice.Shp = *In->Shp;
+        Slice.Shp->Dims.erase(Slice.Shp->Dims.begin() + Axis);
+        if (!HaveLen) {
+          SeqLen = In->Shp->Dims[Axis];
+          HaveLen = true;
+        }
+      }
+    }
+    typeLike(*Body->Inputs[NState + J], Slice);
+  }
+  C.Inf.inferBody(*Body, Carried);
+  for (int64_t K = 0; K < NState && K < int64_t(C.numOuts()); ++K)
+    if (K < int64_t(Body->Outputs.size()))
+      setCarriedOutput(C, K, C.in(K), Body->Outputs[K]);
+  for (int64_t J = NState; J < int64_t(C.numOuts()); ++J) {
+    if (J >= int64_t(Body->Outputs.size()))
+      break;
+    Value *B = Body->Outputs[J];
+    C.setType(J, B->Elem);
+    if (!B->Shp)
+      continue;
+    Shape S = *B->Shp;
+    int64_t Axis = OutAxes && J - NState < int64_t(OutAxes->size())
+                       ? (*OutAxes)[J - NState] : 0;
+    if (!normAxis(Axis, S.rank() + 1))
+      continue;
+    S.Dims.insert(S.Dims.begin() + Axis, HaveLen ? SeqLen : Dim{});
+    C.set(J, B->Elem, S);
+  }
+}
+
+void ruleSequenceLength(Ctx &C) { C.setDims(0, DType::Int64, {}); }
+void ruleOptionalHasElement(Ctx &C) { C.setDims(0, DType::Bool, {}); }
+
+void ruleSequenceEmpty(Ctx &C) {
+  ElemInfo E;
+  E.Elem = attrDType(C.N, "dtype", DType::Float);
+  E.Empty = true;
+  setElems(C, 0, E);
+}
+
+void ruleSequenceConstruct(Ctx &C) {
+  ElemInfo E;
+  E.Empty = true;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
+    if (Value *V = C.in(I))
+      addElement(E, V->Elem, V->Shp);
+  setElems(C, 0, E);
+}
+
+void ruleSequenceInsert(Ctx &C) {
+  const ElemInfo *S = elemsOf(C, 0);
+  Value *T = C.in(1);
+  if (!S || !T)
+    return;
+  ElemInfo E = *S;
+  addElement(E, T->Elem, T->Shp);
+  setElems(C, 0, E);
+}
+
+void ruleSequenceErase(Ctx &C) {
+  if (const ElemInfo *S = elemsOf(C, 0))
+    setElems(C, 0, *S);
+}
+
+void ruleSequenceAt(Ctx &C) {
+  const ElemInfo *S = elemsOf(C, 0);
+  if (!S)
+    return;
+  if (S->Shp && !S->Empty)
+    C.set(0, S->Elem, *S->Shp);
+  else
+    C.setType(0, S->Elem);
+}
+
+void ruleSplitToSequence(Ctx &C) {
+  const Shape *X = C.shape(0);
+  ElemInfo E;
+  E.Elem = C.elem(0);
+  int64_t Axis = C.N.attrInt("axis", 0);
+  if (X && normAxis(Axis, X->rank())) {
+    Shape S = *X;
+    const Dim &D = X->Dims[Axis];
+    SmallVector<int64_t, 4> Split;
+    if (!C.has(1)) {
+      if (C.N.attrInt("keepdims", 1))
+        S.Dims[Axis] = Dim::known(1);
+      else
+        S.Dims.erase(S.Dims.begin() + Axis);
+    } else if (C.ints(1, Split) && !Split.empty()) {
+      const Shape *SS = C.shape(1);
+      bool Scalar = SS && SS->rank() == 0;
+      if (Scalar)
+        S.Dims[Axis] = D.isKnown() && Split[0] > 0 && D.extent() % Split[0] == 0
+                           ? Dim::known(Split[0]) : Dim{};
+      else
+        S.Dims[Axis] = llvm::all_equal(Split) ? Dim::known(Split[0]) : Dim{};
+    } else {
+      S.Dims[Axis] = Dim{};
+    }
+    E.Shp = S;
+  }
+  setElems(C, 0, E);
+}
+
+void ruleConcatFromSequence(Ctx &C) {
+  const ElemInfo *S = elemsOf(C, 0);
+  if (!S)
+    return;
+  C.setType(0, S->Elem);
+  if (!S->Shp || S->Empty)
+    return;
+  Shape Out = *S->Shp;
+  int64_t Axis = C.N.attrInt("axis", 0);
+  bool NewAxis = C.N.attrInt("new_axis", 0) != 0;
+  if (!normAxis(Axis, Out.rank() + (NewAxis ? 1 : 0)))
+    return;
+  if (NewAxis)
+    Out.Dims.insert(Out.Dims.begin() + Axis, Dim{});
+  else
+    Out.Dims[Axis] = Dim{};
+  C.set(0, S->Elem, Out);
+}
+
+void ruleOptional(Ctx &C) {
+  ElemInfo E;
+  if (Value *V = C.in(0)) {
+    E.Elem = V->Elem;
+    E.Shp = V->Shp;
+  } else if (const Attribute *A = C.N.attr("type"); A) {
+    E.Empty = true; // the type proto is not in the IR
+  }
+  setElems(C, 0, E);
+}
+
+void ruleOptionalGetElement(Ctx &C) {
+  if (const ElemInfo *S = elemsOf(C, 0)) {
+    if (S->Shp && !S->Empty)
+      C.set(0, S->Elem, *S->Shp);
+    else
+      C.setType(0, S->Elem);
+    return;
+  }
+  // Opset 18 accepts a plain tensor.
+  Value *V = C.in(0);
+  if (V && (V->Shp || V->Elem != DType::Undefined))
+    C.copy(0, 0);
+}
+
+/// SequenceMap: the body runs on each element; outputs are sequences.
+void ruleSequenceMap(Ctx &C) {
+  Graph *Body = attrGraph(C.N, "body");
+  if (!Body)
+    return;
+  for (size_t I = 0; I < Body->Inputs.size() && I < C.N.Inputs.size(); ++I) {
+    Value *In = C.in(I);
+    if (!In)
+      continue;
+    Value Elem;
+    if (const ElemInfo *S = elemsOf(C, I)) {
+      Elem.Elem = S->Elem;
+      if (!S->Empty)
+        Elem.Shp = S->Shp;
+    } else {
+      Elem.Elem = In->Elem;
+      Elem.Shp = In->Shp;
+    }
+    typeLike(*Body->Inputs[I], Elem);
+  }
+  C.Inf.inferGraph(*Body);
+  for (size_t O = 0; O < C.numOuts() && O < Body->Outputs.size(); ++O) {
+    ElemInfo E;
+    E.Elem = Body->Outputs[O]->Elem;
+    E.Shp = Body->Outputs[O]->Shp;
+    setElems(C, O, E);
+  }
+}
+
+} // namespace ridge::shapes

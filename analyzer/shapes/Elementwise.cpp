@@ -1,0 +1,255 @@
+//===- Elementwise.cpp - Shape rules: element-wise, casts, quantization ---===//
+#include "analyzer/shapes/Rules.h"
+#include <algorithm>
+#include <cmath>
+
+namespace ridge::shapes {
+
+void ruleUnary(Ctx &C) { C.copy(0, 0); }
+
+/// Output 0 holds input 0's elements (Identity, Reshape, Squeeze, ...).
+void passValues(Ctx &C) {
+  IVec V;
+  if (C.vals(0, V))
+    C.setVals(0, V);
+  auto It = C.Inf.FVals.find(C.in(0));
+  if (It != C.Inf.FVals.end()) {
+    FVec F = It->second;
+    C.setFloats(0, F);
+  }
+}
+
+void ruleIdentity(Ctx &C) {
+  if (const ElemInfo *E = elemsOf(C, 0))
+    setElems(C, 0, *E);
+  C.copy(0, 0);
+  passValues(C);
+}
+
+void ruleToBool(Ctx &C) { C.copy(0, 0, DType::Bool); }
+
+void ruleNot(Ctx &C) {
+  C.copy(0, 0, DType::Bool);
+  IVec V;
+  if (C.vals(0, V)) {
+    for (IV &X : V)
+      X = X.Known ? IV::known(!X.V) : IV{};
+    C.setVals(0, V);
+  }
+}
+
+/// Neg, Abs, Floor, Ceil, Round, Sqrt: shape as input 0; values of known
+/// elements.
+void ruleUnaryMath(Ctx &C) {
+  C.copy(0, 0);
+  StringRef Op = C.N.OpType;
+  if (C.Inf.FVals.count(C.in(0))) {
+    FVec F;
+    C.floats(0, F);
+    for (double &X : F) {
+      if (Op == "Neg") X = -X;
+      else if (Op == "Abs") X = std::fabs(X);
+      else if (Op == "Floor") X = std::floor(X);
+      else if (Op == "Ceil") X = std::ceil(X);
+      else if (Op == "Round") X = std::nearbyint(X);
+      else if (Op == "Sqrt") X = std::sqrt(X);
+      else if (Op == "Relu") X = std::max(X, 0.0);
+      else return;
+    }
+    C.setFloats(0, F);
+    return;
+  }
+  IVec V;
+  if (!C.vals(0, V) || !isIntType(C.elem(0)))
+    return;
+  for (IV &X : V) {
+    if (!X.Known || X.V == I64Min) {
+      X = IV{};
+      continue;
+    }
+    if (Op == "Neg") X.V = -X.V;
+    else if (Op == "Abs") X.V = std::abs(X.V);
+    else if (Op == "Relu") X.V = std::max<int64_t>(X.V, 0);
+    else if (Op != "Floor" && Op != "Ceil" && Op != "Round") return;
+  }
+  C.setVals(0, V);
+}
+
+void ruleCast(Ctx &C) {
+  DType To = attrDType(C.N, "to", DType::Undefined);
+  C.copy(0, 0, To);
+  DType From = C.elem(0);
+  IVec V;
+  FVec F;
+  bool FromInt = isIntType(From) || From == DType::Bool;
+  bool ToInt = isIntType(To) || To == DType::Bool;
+  if (FromInt && ToInt && C.vals(0, V)) {
+    if (To == DType::Bool)
+      for (IV &X : V)
+        X = X.Known ? IV::known(X.V != 0) : IV{};
+    C.setVals(0, V);
+  } else if (FromInt && isFloatingPoint(To) && C.floats(0, F)) {
+    C.setFloats(0, F);
+  } else if (isFloatingPoint(From) && C.Inf.FVals.count(C.in(0)) && C.floats(0, F)) {
+    if (isFloatingPoint(To)) {
+      C.setFloats(0, F);
+    } else if (ToInt) {
+      SmallVector<int64_t, 4> Is;
+      for (double X : F) {
+        if (!std::isfinite(X) || std::fabs(X) > 9.0e18)
+          return;
+        Is.push_back(To == DType::Bool ? X != 0 : int64_t(std::trunc(X)));
+      }
+      C.setInts(0, Is);
+    }
+  }
+}
+
+void ruleCastLike(Ctx &C) { C.copy(0, 0, C.elem(1)); }
+
+/// Multidirectional broadcasting over the present inputs, from First on.
+void broadcastRule(Ctx &C, unsigned First, DType T) {
+  Shape Out;
+  bool Any = false;
+  for (unsigned I = First; I < C.N.Inputs.size(); ++I) {
+    if (!C.has(I))
+      continue;
+    const Shape *S = C.shape(I);
+    if (!S) {
+      C.setType(0, T);
+      return;
+    }
+    if (!Any) {
+      Out = *S;
+      Any = true;
+    } else if (!broadcastInto(Out, *S)) {
+      C.setType(0, T);
+      return;
+    }
+  }
+  if (Any)
+    C.set(0, T, std::move(Out));
+  else
+    C.setType(0, T);
+}
+
+/// Broadcasts small values: lengths equal or one of them 1.
+template <typename T>
+static bool broadcastVals(const SmallVectorImpl<T> &A, const SmallVectorImpl<T> &B,
+                   size_t &Len) {
+  if (A.size() == B.size() || B.size() == 1) {
+    Len = A.size();
+    return true;
+  }
+  if (A.size() == 1) {
+    Len = B.size();
+    return true;
+  }
+  return false;
+}
+
+/// Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Mod, BitShift, PRelu, the
+/// bitwise and logical ops and the comparisons (bool results).
+void ruleBroadcast(Ctx &C) {
+  BinOp Op = binOpOf(C.N.OpType);
+  bool Bool = Op == BinOp::Equal || Op == BinOp::Less || Op == BinOp::Greater ||
+              Op == BinOp::LessEq || Op == BinOp::GreaterEq ||
+              Op == BinOp::And || Op == BinOp::Or || Op == BinOp::Xor;
+  DType T = Bool ? DType::Bool : C.elem(0);
+  broadcastRule(C, 0, T);
+  if (Op == BinOp::None || C.N.Inputs.empty() || !C.has(0))
+    return;
+  bool FMod = C.N.attrInt("fmod", 0) != 0;
+  // Integer values.
+  IVec Acc;
+  if (C.vals(0, Acc) && (isIntType(C.elem(0)) || C.elem(0) == DType::Bool)) {
+    bool Ok = true;
+    for (unsigned I = 1; I < C.N.Inputs.size() && Ok; ++I) {
+      IVec B;
+      size_t Len;
+      if (!C.vals(I, B) || !broadcastVals(Acc, B, Len)) {
+        Ok = false;
+        break;
+      }
+      IVec R;
+      for (size_t K = 0; K < Len; ++K)
+        R.push_back(evalInt(Op, Acc[Acc.size() == 1 ? 0 : K],
+                            B[B.size() == 1 ? 0 : K], FMod));
+      Acc = std::move(R);
+    }
+    if (Ok)
+      C.setVals(0, Acc);
+    return;
+  }
+  // Floating-point values (scales of Resize, Range bounds).
+  FVec FA;
+  if (!isFloatingPoint(C.elem(0)) || !C.Inf.FVals.count(C.in(0)) || !C.floats(0, FA))
+    return;
+  for (unsigned I = 1; I < C.N.Inputs.size(); ++I) {
+    FVec B;
+    size_t Len;
+    if (!C.floats(I, B) || !broadcastVals(FA, B, Len))
+      return;
+    FVec R;
+    for (size_t K = 0; K < Len; ++K) {
+      double X;
+      if (!evalFloat(Op, FA[FA.size() == 1 ? 0 : K], B[B.size() == 1 ? 0 : K], X))
+        return;
+      R.push_back(X);
+    }
+    FA = std::move(R);
+  }
+  if (!Bool)
+    C.setFloats(0, FA);
+}
+
+void ruleMean(Ctx &C) { broadcastRule(C, 0, C.elem(0)); }
+
+void ruleWhere(Ctx &C) {
+  broadcastRule(C, 0, C.elem(1));
+  IVec Cond, X, Y;
+  if (!C.vals(0, Cond) || !C.vals(1, X) || !C.vals(2, Y))
+    return;
+  size_t L1, L2;
+  if (!broadcastVals(Cond, X, L1) || !broadcastVals(X, Y, L2))
+    return;
+  size_t Len = std::max({Cond.size(), X.size(), Y.size()});
+  IVec R;
+  for (size_t K = 0; K < Len; ++K) {
+    const IV &CK = Cond[Cond.size() == 1 ? 0 : K];
+    const IV &XK = X[X.size() == 1 ? 0 : K];
+    const IV &YK = Y[Y.size() == 1 ? 0 : K];
+    if (CK.Known)
+      R.push_back(CK.V ? XK : YK);
+    else
+      R.push_back(XK.sameAs(YK) ? XK : IV{});
+  }
+  C.setVals(0, R);
+}
+
+void ruleDropout(Ctx &C) {
+  C.copy(0, 0);
+  if (C.numOuts() > 1)
+    C.copy(1, 0, C.Opset >= 10 ? DType::Bool : C.elem(0));
+}
+
+void ruleClip(Ctx &C) { C.copy(0, 0); }
+
+void ruleQuantize(Ctx &C) {
+  DType T = C.has(2) ? C.elem(2) : DType::UInt8;
+  T = attrDType(C.N, "output_dtype", T);
+  C.copy(0, 0, T);
+}
+
+void ruleDequantize(Ctx &C) {
+  C.copy(0, 0, C.Opset >= 19 && C.elem(1) != DType::Undefined ? C.elem(1)
+                                                               : DType::Float);
+}
+
+void ruleDynamicQuantize(Ctx &C) {
+  C.copy(0, 0, DType::UInt8);
+  C.setDims(1, DType::Float, {});
+  C.setDims(2, DType::UInt8, {});
+}
+
+} // namespace ridge::shapes

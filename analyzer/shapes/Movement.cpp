@@ -1,0 +1,656 @@
+//===- Movement.cpp - Shape rules: reshapes, slices, gathers, padding -----===//
+#include "analyzer/shapes/Rules.h"
+#include "llvm/ADT/STLExtras.h"
+#include <algorithm>
+
+namespace ridge::shapes {
+
+/// Resolves Reshape's -1 at NegIdx: elements of In over the other dims of
+/// Out, cancelling symbols that appear in both ([batch,seq,768] to
+/// [batch,seq,12,-1] gives 64).
+static Dim resolveInferredDim(const Shape &In, const Shape &Out, size_t NegIdx) {
+  int64_t Num = 1, Den = 1;
+  SmallVector<StringRef, 4> Syms;
+  for (const Dim &D : In.Dims) {
+    if (D.isKnown()) {
+      if (!mulOk(Num, D.extent(), Num))
+        return Dim{};
+    } else if (!D.symbol().empty()) {
+      Syms.push_back(D.symbol());
+    } else {
+      return Dim{};
+    }
+  }
+  for (size_t I = 0; I < Out.rank(); ++I) {
+    if (I == NegIdx)
+      continue;
+    const Dim &D = Out.Dims[I];
+    if (D.isKnown()) {
+      if (!mulOk(Den, D.extent(), Den))
+        return Dim{};
+      continue;
+    }
+    auto It = llvm::find(Syms, StringRef(D.symbol()));
+    if (D.symbol().empty() || It == Syms.end())
+      return Dim{};
+    Syms.erase(It);
+  }
+  if (Den == 0 || Num % Den != 0)
+    return Dim{};
+  if (Syms.empty())
+    return Dim::known(Num / Den);
+  if (Syms.size() == 1 && Num == Den)
+    return Dim::symbolic(Syms[0]);
+  return Dim{};
+}
+
+void ruleReshape(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  IVec Target;
+  if (C.Opset < 5 || !C.has(1)) {
+    auto A = C.N.attrInts("shape");
+    if (!A)
+      return C.setType(0, T);
+    for (int64_t V : *A)
+      Target.push_back(IV::known(V));
+  } else if (!C.vals(1, Target)) {
+    const Shape *S = C.shape(1);
+    if (S && S->rank() == 1 && S->Dims[0].isKnown())
+      C.setRank(0, T, S->Dims[0].extent());
+    else
+      C.setType(0, T);
+    return;
+  }
+  bool AllowZero = C.Opset >= 14 && C.N.attrInt("allowzero", 0) != 0;
+  Shape Out;
+  int64_t NegIdx = -1;
+  for (size_t I = 0; I < Target.size(); ++I) {
+    const IV &V = Target[I];
+    if (V.Known && V.V == 0 && !AllowZero) {
+      Out.Dims.push_back(X && I < X->rank() ? X->Dims[I] : Dim{});
+    } else if (V.Known && V.V == -1) {
+      if (NegIdx >= 0)
+        return C.setType(0, T);
+      NegIdx = I;
+      Out.Dims.push_back(Dim{});
+    } else {
+      Dim D;
+      if (!V.toDim(D))
+        return C.setType(0, T);
+      Out.Dims.push_back(D);
+    }
+  }
+  if (NegIdx >= 0 && X)
+    Out.Dims[NegIdx] = resolveInferredDim(*X, Out, NegIdx);
+  // Element counts must agree when both are known.
+  if (X && X->isFullyKnown() && Out.isFullyKnown() &&
+      *X->numElements() != *Out.numElements())
+    return C.setType(0, T);
+  C.set(0, T, Out);
+  if (Out.rank() <= 1)
+    passValues(C);
+}
+
+void ruleFlatten(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  if (!X)
+    return C.setType(0, T);
+  int64_t Axis = C.N.attrInt("axis", 1), R = X->rank();
+  if (Axis < 0)
+    Axis += R;
+  if (Axis < 0 || Axis > R)
+    return C.setType(0, T);
+  ArrayRef<Dim> D(X->Dims);
+  C.setDims(0, T, {productDim(D.take_front(Axis)), productDim(D.drop_front(Axis))});
+}
+
+void ruleTranspose(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  if (!X)
+    return C.setType(0, T);
+  size_t R = X->rank();
+  Shape Out;
+  if (auto P = C.N.attrInts("perm")) {
+    if (P->size() != R)
+      return C.setType(0, T);
+    SmallVector<bool, 8> Seen(R, false);
+    for (int64_t A : *P) {
+      if (!normAxis(A, R) || Seen[A])
+        return C.setType(0, T);
+      Seen[A] = true;
+      Out.Dims.push_back(X->Dims[A]);
+    }
+  } else {
+    Out.Dims.assign(X->Dims.rbegin(), X->Dims.rend());
+  }
+  C.set(0, T, std::move(Out));
+}
+
+void ruleSqueeze(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  SmallVector<int64_t, 4> Axes;
+  Ctx::Src S = C.intsArg("axes", 1, Axes);
+  const Shape *AS = C.shape(1);
+  if (X && S == Ctx::Unknown && AS && AS->rank() == 1 && AS->Dims[0].isKnown() &&
+      AS->Dims[0].extent() <= int64_t(X->rank()))
+    return C.setRank(0, T, X->rank() - AS->Dims[0].extent());
+  if (!X || S == Ctx::Unknown)
+    return C.setType(0, T);
+  size_t R = X->rank();
+  SmallVector<bool, 8> Drop(R, false);
+  if (S == Ctx::Absent) {
+    for (size_t I = 0; I < R; ++I) {
+      if (!X->Dims[I].isKnown())
+        return C.setType(0, T); // might be 1: the rank is not known
+      Drop[I] = X->Dims[I].extent() == 1;
+    }
+  } else {
+    for (int64_t A : Axes) {
+      if (!normAxis(A, R))
+        return C.setType(0, T);
+      if (X->Dims[A].isKnown() && X->Dims[A].extent() != 1)
+        return C.setType(0, T);
+      Drop[A] = true;
+    }
+  }
+  Shape Out;
+  for (size_t I = 0; I < R; ++I)
+    if (!Drop[I])
+      Out.Dims.push_back(X->Dims[I]);
+  C.set(0, T, Out);
+  if (Out.rank() <= 1)
+    passValues(C);
+}
+
+void ruleUnsqueeze(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  SmallVector<int64_t, 4> Axes;
+  Ctx::Src S = C.intsArg("axes", 1, Axes);
+  const Shape *AS = C.shape(1);
+  if (X && S == Ctx::Unknown && AS && AS->rank() == 1 && AS->Dims[0].isKnown())
+    return C.setRank(0, T, X->rank() + AS->Dims[0].extent()); // where the 1s go is unknown
+  if (!X || S != Ctx::Known)
+    return C.setType(0, T);
+  size_t R = X->rank() + Axes.size();
+  SmallVector<bool, 8> New(R, false);
+  for (int64_t A : Axes) {
+    if (!normAxis(A, R) || New[A])
+      return C.setType(0, T);
+    New[A] = true;
+  }
+  Shape Out;
+  size_t J = 0;
+  for (size_t I = 0; I < R; ++I)
+    Out.Dims.push_back(New[I] ? Dim::known(1) : X->Dims[J++]);
+  C.set(0, T, Out);
+  if (Out.rank() <= 1)
+    passValues(C);
+}
+
+void ruleConcat(Ctx &C) {
+  DType T = C.elem(0);
+  int64_t Axis = C.N.attrInt("axis", 0);
+  const Shape *First = nullptr;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
+    if (const Shape *S = C.shape(I)) {
+      First = S;
+      break;
+    }
+  if (!First || !normAxis(Axis, First->rank()))
+    return C.setType(0, T);
+  Shape Out = *First;
+  SmallVector<Dim, 1> Along;
+  bool AllKnownRank = true;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {
+    if (!C.has(I))
+      continue;
+    const Shape *S = C.shape(I);
+    if (!S) {
+      AllKnownRank = false;
+      continue;
+    }
+    if (S->rank() != Out.rank())
+      return C.setType(0, T);
+    for (size_t D = 0; D < Out.rank(); ++D) {
+      if (D == size_t(Axis))
+        continue;
+      const Dim &A = Out.Dims[D], &B = S->Dims[D];
+      if (A.isKnown() && B.isKnown() && A.extent() != B.extent())
+        return C.setType(0, T);
+      Out.Dims[D] = mergeDim(A, B);
+    }
+    Along.push_back(S->Dims[Axis]);
+  }
+  Dim Sum = Dim::known(0);
+  if (!AllKnownRank) {
+    Sum = Dim{};
+  } else {
+    // Sum of known dims; one symbolic dim plus zeros stays that symbol.
+    int64_t Total = 0;
+    const Dim *Sole = nullptr;
+    unsigned NonKnown = 0;
+    for (const Dim &D : Along) {
+      if (D.isKnown()) {
+        if (!addOk(Total, D.extent(), Total))
+          return C.setType(0, T);
+      } else {
+        ++NonKnown;
+        Sole = &D;
+      }
+    }
+    Sum = !NonKnown ? Dim::known(Total)
+                    : NonKnown == 1 && Total == 0 ? *Sole : Dim{};
+  }
+  Out.Dims[Axis] = Sum;
+  C.set(0, T, Out);
+  if (Out.rank() != 1)
+    return;
+  IVec All;
+  FVec AllF;
+  bool Ints = true, Floats = true;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {
+    if (!C.has(I))
+      continue;
+    IVec V;
+    FVec F;
+    if (Ints && C.vals(I, V))
+      All.append(V.begin(), V.end());
+    else
+      Ints = false;
+    if (Floats && C.Inf.FVals.count(C.in(I)) && C.floats(I, F))
+      AllF.append(F.begin(), F.end());
+    else
+      Floats = false;
+  }
+  if (Ints)
+    C.setVals(0, All);
+  if (Floats)
+    C.setFloats(0, AllF);
+}
+
+void ruleSplit(Ctx &C) {
+  DType T = C.elem(0);
+  unsigned NOut = C.numOuts();
+  for (unsigned O = 0; O < NOut; ++O)
+    C.setType(O, T);
+  const Shape *X = C.shape(0);
+  if (!X || !NOut)
+    return;
+  int64_t Axis = C.N.attrInt("axis", 0);
+  if (!normAxis(Axis, X->rank()))
+    return;
+  const Dim &D = X->Dims[Axis];
+  SmallVector<int64_t, 4> Sizes;
+  Ctx::Src S = C.intsArg("split", 1, Sizes);
+  SmallVector<Dim, 4> Parts;
+  if (S == Ctx::Known) {
+    if (Sizes.size() != NOut)
+      return;
+    int64_t Sum = 0;
+    for (int64_t P : Sizes) {
+      if (P < 0)
+        return;
+      if (!addOk(Sum, P, Sum))
+        return;
+      Parts.push_back(Dim::known(P));
+    }
+    if (D.isKnown() && D.extent() != Sum)
+      return;
+  } else if (S == Ctx::Unknown) {
+    Parts.assign(NOut, Dim{});
+  } else if (!D.isKnown()) {
+    Parts.assign(NOut, NOut == 1 ? D : Dim{});
+  } else if (C.N.attr("num_outputs")) {
+    int64_t N = C.N.attrInt("num_outputs", NOut);
+    if (N != int64_t(NOut) || N <= 0)
+      return;
+    int64_t Chunk = ceilDiv(D.extent(), N);
+    for (unsigned O = 0; O < NOut; ++O)
+      Parts.push_back(Dim::known(O + 1 < NOut ? Chunk : D.extent() - Chunk * (N - 1)));
+    if (Parts.back().extent() < 0)
+      return;
+  } else {
+    if (D.extent() % NOut != 0)
+      return;
+    Parts.assign(NOut, Dim::known(D.extent() / NOut));
+  }
+  Shape Out = *X;
+  IVec V;
+  bool HaveVals = X->rank() == 1 && C.vals(0, V);
+  size_t Pos = 0;
+  for (unsigned O = 0; O < NOut; ++O) {
+    Out.Dims[Axis] = Parts[O];
+    C.set(O, T, Out);
+    if (HaveVals && Parts[O].isKnown() && Pos + Parts[O].extent() <= V.size()) {
+      C.setVals(O, ArrayRef<IV>(V).slice(Pos, Parts[O].extent()));
+      Pos += Parts[O].extent();
+    } else {
+      HaveVals = false;
+    }
+  }
+}
+
+/// The length of a slice of a dim of extent Dim (ONNX's clamping rules).
+static int64_t sliceLen(int64_t D, int64_t Start, int64_t End, int64_t Step,
+                 int64_t &First) {
+  if (Start < 0)
+    Start += D;
+  if (End < 0)
+    End += D;
+  if (Step > 0) {
+    Start = std::clamp<int64_t>(Start, 0, D);
+    End = std::clamp<int64_t>(End, 0, D);
+    First = Start;
+    return End > Start ? ceilDiv(End - Start, Step) : 0;
+  }
+  Start = std::clamp<int64_t>(Start, 0, D - 1);
+  End = std::clamp<int64_t>(End, -1, D - 1);
+  First = Start;
+  return Start > End ? ceilDiv(Start - End, -Step) : 0;
+}
+
+void ruleSlice(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  if (!X)
+    return C.setType(0, T);
+  size_t R = X->rank();
+  IVec Starts, Ends;
+  SmallVector<int64_t, 4> Axes, Steps;
+  bool HaveBounds, AxesKnown = true;
+  if (C.Opset < 10 || (!C.has(1) && C.N.attr("starts"))) {
+    auto S = C.N.attrInts("starts"), E = C.N.attrInts("ends");
+    HaveBounds = S && E;
+    if (HaveBounds) {
+      for (int64_t V : *S)
+        Starts.push_back(IV::known(V));
+      for (int64_t V : *E)
+        Ends.push_back(IV::known(V));
+    }
+    if (auto A = C.N.attrInts("axes"))
+      Axes.assign(A->begin(), A->end());
+  } else {
+    HaveBounds = C.vals(1, Starts) && C.vals(2, Ends);
+    if (C.has(3) && !C.ints(3, Axes))
+      AxesKnown = false;
+    if (C.has(4) && !C.ints(4, Steps))
+      return C.setRank(0, T, R);
+  }
+  if (!AxesKnown)
+    return C.setRank(0, T, R);
+  size_t NAx = HaveBounds ? Starts.size() : Axes.size();
+  if (!HaveBounds && Axes.empty()) {
+    // Which axes are sliced is unknown without the bounds' lengths.
+    const Shape *SS = C.shape(1);
+    if (!SS || SS->rank() != 1 || !SS->Dims[0].isKnown())
+      return C.setRank(0, T, R);
+    NAx = SS->Dims[0].extent();
+  }
+  if (Axes.empty())
+    for (size_t I = 0; I < NAx; ++I)
+      Axes.push_back(I);
+  if (Steps.empty())
+    Steps.assign(Axes.size(), 1);
+  if (Axes.size() != NAx || Steps.size() != NAx ||
+      (HaveBounds && Ends.size() != NAx))
+    return C.setRank(0, T, R);
+  Shape Out = *X;
+  SmallVector<int64_t, 4> Firsts(R, 0), StepOf(R, 1);
+  SmallVector<bool, 8> Seen(R, false);
+  bool AllKnown = true;
+  for (size_t I = 0; I < NAx; ++I) {
+    int64_t A = Axes[I];
+    if (!normAxis(A, R) || Seen[A] || Steps[I] == 0)
+      return C.setType(0, T);
+    Steps[I] = std::clamp<int64_t>(Steps[I], -MaxExtent, MaxExtent);
+    Seen[A] = true;
+    StepOf[A] = Steps[I];
+    const Dim &D = X->Dims[A];
+    if (!HaveBounds) {
+      Out.Dims[A] = Dim{};
+      AllKnown = false;
+      continue;
+    }
+    const IV &St = Starts[I], &En = Ends[I];
+    int64_t Step = Steps[I];
+    if (D.isKnown() && St.Known && En.Known) {
+      Out.Dims[A] = Dim::known(sliceLen(D.extent(), St.V, En.V, Step, Firsts[A]));
+      continue;
+    }
+    AllKnown = false;
+    // The whole of a dim not known: x[0:INT_MAX], x[0:n] where n is x's dim.
+    bool ToEnd = En.Known ? En.V >= std::numeric_limits<int32_t>::max()
+                          : (!D.isKnown() && En.sameAs(IV::fromDim(D)));
+    if (Step == 1 && St.is(0) && ToEnd)
+      Out.Dims[A] = D;
+    else if (Step == -1 && St.is(-1) && En.Known && En.V <= std::numeric_limits<int32_t>::min())
+      Out.Dims[A] = D;
+    else
+      Out.Dims[A] = Dim{};
+  }
+  C.set(0, T, Out);
+  // Values of a sliced 1-D value.
+  IVec V;
+  if (R != 1 || !AllKnown || !C.vals(0, V) || !Out.Dims[0].isKnown())
+    return;
+  IVec Res;
+  for (int64_t K = 0, P = Firsts[0]; K < Out.Dims[0].extent(); ++K, P += StepOf[0]) {
+    if (P < 0 || size_t(P) >= V.size())
+      return;
+    Res.push_back(V[P]);
+  }
+  C.setVals(0, Res);
+}
+
+void ruleGather(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0), *Idx = C.shape(1);
+  if (!X || !Idx)
+    return C.setType(0, T);
+  int64_t Axis = C.N.attrInt("axis", 0);
+  if (!normAxis(Axis, X->rank()))
+    return C.setType(0, T);
+  Shape Out;
+  Out.Dims.append(X->Dims.begin(), X->Dims.begin() + Axis);
+  Out.Dims.append(Idx->Dims.begin(), Idx->Dims.end());
+  Out.Dims.append(X->Dims.begin() + Axis + 1, X->Dims.end());
+  C.set(0, T, std::move(Out));
+  IVec V;
+  SmallVector<int64_t, 4> I;
+  if (X->rank() != 1 || Idx->rank() > 1 || !C.vals(0, V) || !C.ints(1, I))
+    return;
+  IVec Res;
+  for (int64_t K : I) {
+    if (K < 0)
+      K += V.size();
+    if (K < 0 || size_t(K) >= V.size())
+      return;
+    Res.push_back(V[K]);
+  }
+  C.setVals(0, Res);
+}
+
+void ruleGatherElements(Ctx &C) { C.copy(0, 1, C.elem(0)); }
+
+void ruleGatherND(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0), *Idx = C.shape(1);
+  int64_t B = C.N.attrInt("batch_dims", 0);
+  if (!X || !Idx || Idx->rank() < 1 || !Idx->Dims.back().isKnown())
+    return C.setType(0, T);
+  int64_t Last = Idx->Dims.back().extent();
+  if (B < 0 || B >= int64_t(Idx->rank()) || Last > int64_t(X->rank()) - B)
+    return C.setType(0, T);
+  Shape Out;
+  Out.Dims.append(Idx->Dims.begin(), Idx->Dims.end() - 1);
+  Out.Dims.append(X->Dims.begin() + B + Last, X->Dims.end());
+  C.set(0, T, Out);
+}
+
+/// Values as dims of a shape; false when an element is negative.
+bool valsToShape(ArrayRef<IV> V, Shape &S) {
+  for (const IV &X : V) {
+    Dim D;
+    if (!X.toDim(D))
+      return false;
+    S.Dims.push_back(D);
+  }
+  return true;
+}
+
+void ruleExpand(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  IVec Target;
+  Shape TS;
+  if (C.vals(1, Target)) {
+    // Dims of 1 in the target keep the input's dim; -1 is not allowed.
+    for (const IV &V : Target) {
+      Dim D;
+      if (!V.toDim(D))
+        return C.setType(0, T);
+      TS.Dims.push_back(D);
+    }
+  } else if (const Shape *S = C.shape(1); S && S->rank() == 1 && S->Dims[0].isKnown()) {
+    TS.Dims.resize(S->Dims[0].extent());
+  } else {
+    return C.setType(0, T);
+  }
+  if (!X)
+    return C.setType(0, T);
+  Shape Out = *X;
+  if (!broadcastInto(Out, TS))
+    return C.setType(0, T);
+  C.set(0, T, Out);
+  IVec V;
+  if (Out.rank() == 1 && Out.Dims[0].isKnown() &&
+      Out.Dims[0].extent() <= int64_t(MaxValueElems) && C.vals(0, V) && V.size() == 1) {
+    IVec Res(Out.Dims[0].extent(), V[0]);
+    C.setVals(0, Res);
+  }
+}
+
+void ruleTile(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  if (!X)
+    return C.setType(0, T);
+  SmallVector<int64_t, 4> Rep;
+  if (!C.ints(1, Rep)) {
+    if (C.N.OpType == "Tile" && X)
+      C.setRank(0, T, X->rank());
+    return;
+  }
+  if (Rep.size() != X->rank())
+    return C.setType(0, T);
+  Shape Out = *X;
+  for (size_t I = 0; I < Rep.size(); ++I) {
+    if (Rep[I] < 0)
+      return C.setType(0, T);
+    const Dim &D = X->Dims[I];
+    int64_t P;
+    if (D.isKnown())
+      Out.Dims[I] = mulOk(D.extent(), Rep[I], P) ? Dim::known(P) : Dim{};
+    else
+      Out.Dims[I] = Rep[I] == 1 ? D : Rep[I] == 0 ? Dim::known(0) : Dim{};
+  }
+  C.set(0, T, Out);
+}
+
+void rulePad(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  if (!X)
+    return C.setType(0, T);
+  size_t R = X->rank();
+  SmallVector<int64_t, 8> Pads;
+  Ctx::Src S = C.intsArg("pads", 1, Pads);
+  if (S == Ctx::Absent && C.N.attrInts("paddings")) {
+    auto P = C.N.attrInts("paddings");
+    Pads.assign(P->begin(), P->end());
+    S = Ctx::Known;
+  }
+  if (S != Ctx::Known)
+    return C.setRank(0, T, R);
+  SmallVector<int64_t, 4> Axes;
+  if (C.has(3)) {
+    if (!C.ints(3, Axes))
+      return C.setRank(0, T, R);
+  } else {
+    for (size_t I = 0; I < R; ++I)
+      Axes.push_back(I);
+  }
+  if (Pads.size() != 2 * Axes.size())
+    return C.setType(0, T);
+  Shape Out = *X;
+  size_t NA = Axes.size();
+  for (size_t I = 0; I < NA; ++I) {
+    int64_t A = Axes[I];
+    if (!normAxis(A, R))
+      return C.setType(0, T);
+    const Dim &D = X->Dims[A];
+    i128 Add = i128(Pads[I]) + Pads[I + NA];
+    if (!D.isKnown())
+      Out.Dims[A] = Add == 0 ? D : Dim{};
+    else if (!extentOk(D.extent() + Add))
+      return C.setType(0, T);
+    else
+      Out.Dims[A] = Dim::known(int64_t(D.extent() + Add));
+  }
+  C.set(0, T, Out);
+}
+
+void ruleDepthToSpace(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  int64_t B = C.N.attrInt("blocksize", 0);
+  if (!X || X->rank() != 4 || B <= 0)
+    return C.setType(0, T);
+  bool ToSpace = C.N.OpType == "DepthToSpace";
+  Shape Out = *X;
+  const Dim &Ch = X->Dims[1];
+  if (ToSpace)
+    Out.Dims[1] = B > 3037000499 ? Dim{} : divDim(Ch, B * B);
+  else
+    Out.Dims[1] = B > 3037000499 ? Dim{} : mulDim(Ch, B * B);
+  for (int I = 2; I < 4; ++I) {
+    const Dim &D = X->Dims[I];
+    if (!D.isKnown())
+      Out.Dims[I] = Dim{};
+    else if (ToSpace)
+      Out.Dims[I] = mulDim(D, B);
+    else
+      Out.Dims[I] = D.extent() % B ? Dim{} : Dim::known(D.extent() / B);
+  }
+  C.set(0, T, Out);
+}
+
+void ruleCenterCropPad(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  IVec V;
+  if (!X || !C.vals(1, V))
+    return X ? C.setRank(0, T, X->rank()) : C.setType(0, T);
+  SmallVector<int64_t, 4> Axes;
+  if (auto A = C.N.attrInts("axes"))
+    Axes.assign(A->begin(), A->end());
+  else
+    for (size_t I = 0; I < X->rank(); ++I)
+      Axes.push_back(I);
+  if (Axes.size() != V.size())
+    return C.setType(0, T);
+  Shape Out = *X;
+  for (size_t I = 0; I < Axes.size(); ++I) {
+    int64_t A = Axes[I];
+    if (!normAxis(A, X->rank()) || !V[I].toDim(Out.Dims[A]))
+      return C.setType(0, T);
+  }
+  C.set(0, T, Out);
+}
+
+} // namespace ridge::shapes

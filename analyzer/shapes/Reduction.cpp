@@ -1,0 +1,108 @@
+//===- Reduction.cpp - Shape rules: reductions and normalizations ---------===//
+#include "analyzer/shapes/Rules.h"
+#include "llvm/ADT/StringSwitch.h"
+
+namespace ridge::shapes {
+
+void ruleBatchNorm(Ctx &C) {
+  C.copy(0, 0);
+  // Training outputs (running or saved mean and variance): [C].
+  Shape Stat;
+  if (const Shape *S = C.shape(1); S && S->rank() == 1)
+    Stat = *S;
+  else if (const Shape *X = C.shape(0); X && X->rank() >= 2)
+    Stat.Dims.push_back(X->Dims[1]);
+  else
+    Stat.Dims.push_back(Dim{});
+  DType T = C.has(3) ? C.elem(3) : C.elem(0);
+  for (unsigned O = 1; O < C.numOuts(); ++O)
+    C.set(O, T, Stat);
+}
+
+void ruleLayerNorm(Ctx &C) {
+  C.copy(0, 0);
+  DType Stash = attrDType(C.N, "stash_type", DType::Float);
+  const Shape *X = C.shape(0);
+  for (unsigned O = 1; O < C.numOuts(); ++O) {
+    if (!X) {
+      C.setType(O, Stash);
+      continue;
+    }
+    int64_t Axis = C.N.attrInt("axis", -1);
+    if (!normAxis(Axis, X->rank()))
+      return;
+    Shape S = *X;
+    for (size_t I = Axis; I < S.rank(); ++I)
+      S.Dims[I] = Dim::known(1);
+    C.set(O, Stash, S);
+  }
+}
+
+
+static void reduceTo(Ctx &C, unsigned O, DType T, const Shape &X,
+              ArrayRef<int64_t> Axes, bool KeepDims) {
+  SmallVector<bool, 8> Reduced(X.rank(), Axes.empty());
+  for (int64_t A : Axes) {
+    if (!normAxis(A, X.rank()))
+      return C.setType(O, T);
+    Reduced[A] = true;
+  }
+  Shape Out;
+  for (size_t I = 0; I < X.rank(); ++I) {
+    if (!Reduced[I])
+      Out.Dims.push_back(X.Dims[I]);
+    else if (KeepDims)
+      Out.Dims.push_back(Dim::known(1));
+  }
+  C.set(O, T, std::move(Out));
+}
+
+void ruleReduce(Ctx &C) {
+  DType T = C.elem(0);
+  const Shape *X = C.shape(0);
+  bool KeepDims = C.N.attrInt("keepdims", 1) != 0;
+  bool Noop = C.N.attrInt("noop_with_empty_axes", 0) != 0;
+  SmallVector<int64_t, 4> Axes;
+  Ctx::Src S = C.intsArg("axes", 1, Axes);
+  if (!X)
+    return C.setType(0, T);
+  if (S == Ctx::Unknown) {
+    if (KeepDims)
+      C.setRank(0, T, X->rank());
+    else
+      C.setType(0, T);
+    return;
+  }
+  if (Axes.empty() && Noop) {
+    C.copy(0, 0);
+    IVec V;
+    if (C.vals(0, V))
+      C.setVals(0, V);
+    return;
+  }
+  reduceTo(C, 0, T, *X, Axes, KeepDims);
+  // Values of a reduced 1-D shape vector (numel = ReduceProd(Shape(x))).
+  IVec V;
+  if (X->rank() != 1 || !C.vals(0, V) || V.empty())
+    return;
+  BinOp Op = llvm::StringSwitch<BinOp>(C.N.OpType)
+                 .Case("ReduceProd", BinOp::Mul).Case("ReduceSum", BinOp::Add)
+                 .Case("ReduceMax", BinOp::Max).Case("ReduceMin", BinOp::Min)
+                 .Default(BinOp::None);
+  if (Op == BinOp::None)
+    return;
+  IV Acc = V[0];
+  for (size_t I = 1; I < V.size(); ++I)
+    Acc = evalInt(Op, Acc, V[I], false);
+  C.setVals(0, {Acc});
+}
+
+void ruleArgMinMax(Ctx &C) {
+  const Shape *X = C.shape(0);
+  if (!X)
+    return C.setType(0, DType::Int64);
+  int64_t Axis = C.N.attrInt("axis", 0);
+  reduceTo(C, 0, DType::Int64, *X, {Axis}, C.N.attrInt("keepdims", 1) != 0);
+}
+
+} // namespace ridge::shapes

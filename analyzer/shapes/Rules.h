@@ -1,0 +1,482 @@
+//===- Rules.h - What ridge's shape rules share -----------------*- C++ -*-===//
+//
+// Internal to analyzer/shapes/: the dim arithmetic (Support.cpp), the small
+// integer values propagated beside shapes, the inferencer and a rule's view
+// of one node (Ctx), and every rule, declared by the file of its op family.
+// The op tables that map op types to rules are in RuleTable.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_ANALYZER_SHAPES_RULES_H
+#define RIDGE_ANALYZER_SHAPES_RULES_H
+
+#include "analyzer/shapes/ShapeInference.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace ridge::shapes {
+
+using llvm::ArrayRef;
+using llvm::SmallVector;
+using llvm::SmallVectorImpl;
+using llvm::StringRef;
+
+constexpr size_t MaxValueElems = 64;
+
+constexpr int64_t I64Min = std::numeric_limits<int64_t>::min();
+using i128 = __int128;
+constexpr int64_t MaxExtent = int64_t(1) << 62;
+
+//===----------------------------------------------------------------------===//
+// Dims and shapes (Support.cpp)
+//===----------------------------------------------------------------------===//
+bool isIntType(DType T);
+int64_t ceilDiv(int64_t A, int64_t B);
+bool extentOk(i128 V);
+bool mulOk(int64_t A, int64_t B, int64_t &R);
+bool addOk(int64_t A, int64_t B, int64_t &R);
+Dim productDim(ArrayRef<Dim> Ds);
+Dim addDims(const Dim &A, const Dim &B);
+Dim divDim(const Dim &A, int64_t F);
+Dim mulDim(const Dim &A, int64_t F);
+const Dim &mergeDim(const Dim &A, const Dim &B);
+Dim unionDim(const Dim &A, const Dim &B);
+bool broadcastDim(const Dim &A, const Dim &B, Dim &Out);
+bool broadcastInto(Shape &Out, const Shape &S);
+bool normAxis(int64_t &A, int64_t Rank);
+void refineShape(Value &V, const Shape &S);
+
+//===----------------------------------------------------------------------===//
+// Small integer values
+//===----------------------------------------------------------------------===//
+/// One element of a propagated integer value: known, a dim's symbol, or
+/// unknown (no symbol).
+struct IV {
+  int64_t V = 0;
+  bool Known = false;
+  DimSymbol Sym;
+
+  static IV known(int64_t X) {
+    IV R;
+    R.V = X;
+    R.Known = true;
+    return R;
+  }
+  static IV fromDim(const Dim &D) {
+    if (D.isKnown())
+      return known(D.extent());
+    IV R;
+    R.Sym = D.symbol();
+    return R;
+  }
+  bool is(int64_t X) const { return Known && V == X; }
+  /// Certainly equal: the same known number or the same symbol.
+  bool sameAs(const IV &O) const {
+    if (Known)
+      return O.Known && V == O.V;
+    return !O.Known && !Sym.empty() && Sym == O.Sym;
+  }
+  /// As a dim; false when known and negative.
+  bool toDim(Dim &D) const {
+    if (Known) {
+      if (V < 0)
+        return false;
+      D = Dim::known(V);
+    } else {
+      D = Dim::symbolic(Sym);
+    }
+    return true;
+  }
+};
+
+using IVec = SmallVector<IV, 4>;
+
+using FVec = SmallVector<double, 4>;
+
+enum class BinOp {
+  None, Add, Sub, Mul, Div, Mod, Max, Min, Pow, Equal, Less, Greater,
+  LessEq, GreaterEq, And, Or, Xor
+};
+
+BinOp binOpOf(StringRef Op);
+IV evalInt(BinOp Op, const IV &A, const IV &B, bool FMod);
+bool evalFloat(BinOp Op, double X, double Y, double &R);
+
+//===----------------------------------------------------------------------===//
+// The inferencer and a rule's view of one node
+//===----------------------------------------------------------------------===//
+class Ctx;
+
+using RuleFn = void (*)(Ctx &);
+
+/// The elements of a sequence (or the content of an optional): their type
+/// and the union of their shapes.
+struct ElemInfo {
+  DType Elem = DType::Undefined;
+  std::optional<Shape> Shp;
+  bool Empty = false; ///< no element yet (SequenceEmpty)
+};
+
+void addElement(ElemInfo &E, DType T, const std::optional<Shape> &S);
+
+class Inferencer {
+public:
+  explicit Inferencer(const Model &M) : M(M) {
+    auto It = M.Opsets.find("");
+    DefaultOpset = It == M.Opsets.end() ? 0 : It->second;
+  }
+  void inferGraph(Graph &G);
+  void inferNode(Node &N);
+  /// Infers Body with its inputs typed as Inputs (null: keep the declared
+  /// type). Where a loop-carried output disagrees with its input (the state
+  /// changes shape between iterations), the body is inferred again with the
+  /// input generalized. Carried: pairs (body input, body output).
+  void inferBody(Graph &Body, ArrayRef<std::pair<Value *, Value *>> Carried);
+  void inferCall(Node &N, const Function &F);
+
+  const Model &M;
+  int64_t DefaultOpset = 0;
+  llvm::DenseMap<const Value *, IVec> Vals;
+  llvm::DenseMap<const Value *, FVec> FVals;
+  /// Element type of sequence and optional values (the IR types them not).
+  llvm::DenseMap<const Value *, ElemInfo> Elems;
+  llvm::StringSet<> UnknownOps;
+  unsigned CallDepth = 0;
+};
+
+class Ctx {
+public:
+  Ctx(Inferencer &Inf, Node &N, int64_t Opset) : Inf(Inf), N(N), Opset(Opset) {}
+  Inferencer &Inf;
+  Node &N;
+  int64_t Opset;
+
+  Value *in(unsigned I) const { return N.input(I); }
+  bool has(unsigned I) const { return N.input(I) != nullptr; }
+  const Shape *shape(unsigned I) const {
+    Value *V = in(I);
+    return V && V->Shp ? &*V->Shp : nullptr;
+  }
+  int64_t rank(unsigned I) const {
+    const Shape *S = shape(I);
+    return S ? int64_t(S->rank()) : -1;
+  }
+  DType elem(unsigned I) const {
+    Value *V = in(I);
+    return V ? V->Elem : DType::Undefined;
+  }
+  unsigned numOuts() const { return N.Outputs.size(); }
+  Value *out(unsigned O) const { return N.output(O); }
+
+  void setType(unsigned O, DType T) const {
+    Value *V = out(O);
+    if (V && V->Elem == DType::Undefined && T != DType::Undefined)
+      V->Elem = T;
+  }
+  void set(unsigned O, DType T, const Shape &S) const {
+    setType(O, T);
+    if (Value *V = out(O))
+      refineShape(*V, S);
+  }
+  void set(unsigned O, DType T, Shape &&S) const {
+    setType(O, T);
+    Value *V = out(O);
+    if (V && !V->Shp)
+      V->Shp = std::move(S);
+    else if (V)
+      refineShape(*V, S);
+  }
+  void setDims(unsigned O, DType T, ArrayRef<Dim> D) const {
+    Shape S;
+    S.Dims.assign(D.begin(), D.end());
+    set(O, T, std::move(S));
+  }
+  /// Output O gets input I's shape; T (Undefined: input I's type).
+  void copy(unsigned O, unsigned I, DType T = DType::Undefined) const {
+    if (T == DType::Undefined)
+      T = elem(I);
+    if (const Shape *S = shape(I))
+      set(O, T, *S);
+    else
+      setType(O, T);
+  }
+  /// Rank known, every dim unknown.
+  void setRank(unsigned O, DType T, size_t R) const {
+    Shape S;
+    S.Dims.resize(R);
+    set(O, T, std::move(S));
+  }
+
+  /// The elements of input I's value, when its length is known.
+  bool vals(unsigned I, IVec &Out) const {
+    Value *V = in(I);
+    if (!V)
+      return false;
+    auto It = Inf.Vals.find(V);
+    if (It != Inf.Vals.end()) {
+      Out = It->second;
+      return true;
+    }
+    if (V->IntData && V->IntData->size() <= MaxValueElems &&
+        (!V->Shp || V->Shp->rank() <= 1)) {
+      Out.clear();
+      for (int64_t X : *V->IntData)
+        Out.push_back(IV::known(X));
+      return true;
+    }
+    return false;
+  }
+  /// Input I's value when every element is known.
+  bool ints(unsigned I, SmallVectorImpl<int64_t> &Out) const {
+    Value *V = in(I);
+    if (!V)
+      return false;
+    if (V->IntData && V->IntData->size() <= MaxValueElems) {
+      Out.assign(V->IntData->begin(), V->IntData->end());
+      return true;
+    }
+    auto It = Inf.Vals.find(V);
+    if (It == Inf.Vals.end())
+      return false;
+    Out.clear();
+    for (const IV &X : It->second) {
+      if (!X.Known)
+        return false;
+      Out.push_back(X.V);
+    }
+    return true;
+  }
+  bool scalarInt(unsigned I, int64_t &X) const {
+    SmallVector<int64_t, 4> V;
+    if (!ints(I, V) || V.size() != 1)
+      return false;
+    X = V[0];
+    return true;
+  }
+  /// Input I's value as numbers (floats, or ints converted).
+  bool floats(unsigned I, FVec &Out) const {
+    Value *V = in(I);
+    if (!V)
+      return false;
+    auto It = Inf.FVals.find(V);
+    if (It != Inf.FVals.end()) {
+      Out = It->second;
+      return true;
+    }
+    SmallVector<int64_t, 4> Is;
+    if (!ints(I, Is))
+      return false;
+    Out.assign(Is.begin(), Is.end());
+    return true;
+  }
+
+  /// Records output O's value; stores it in IntData when fully known and O
+  /// is int32/int64. Ignored when it does not fit O's shape.
+  void setVals(unsigned O, ArrayRef<IV> Xs) const {
+    Value *V = out(O);
+    if (!V || Xs.size() > MaxValueElems || !fitsShape(*V, Xs.size()))
+      return;
+    Inf.Vals[V] = IVec(Xs.begin(), Xs.end());
+    if (V->IntData || (V->Elem != DType::Int64 && V->Elem != DType::Int32))
+      return;
+    for (const IV &X : Xs)
+      if (!X.Known)
+        return;
+    V->IntData.emplace();
+    for (const IV &X : Xs)
+      V->IntData->push_back(X.V);
+  }
+  void setInts(unsigned O, ArrayRef<int64_t> Xs) const {
+    IVec V;
+    for (int64_t X : Xs)
+      V.push_back(IV::known(X));
+    setVals(O, V);
+  }
+  void setFloats(unsigned O, ArrayRef<double> Xs) const {
+    Value *V = out(O);
+    if (!V || Xs.size() > MaxValueElems || !fitsShape(*V, Xs.size()))
+      return;
+    Inf.FVals[V] = FVec(Xs.begin(), Xs.end());
+  }
+
+  enum Src { Absent, Known, Unknown };
+  /// Ints given by input Input when present, else by attribute Attr (the
+  /// attribute form of older opsets).
+  Src intsArg(StringRef Attr, unsigned Input, SmallVectorImpl<int64_t> &Out) const {
+    if (has(Input))
+      return ints(Input, Out) ? Known : Unknown;
+    if (auto A = N.attrInts(Attr)) {
+      Out.assign(A->begin(), A->end());
+      return Known;
+    }
+    return Absent;
+  }
+
+private:
+  static bool fitsShape(const Value &V, size_t N) {
+    if (!V.Shp)
+      return true;
+    if (V.Shp->rank() > 1)
+      return false;
+    if (V.Shp->rank() == 0)
+      return N == 1;
+    const Dim &D = V.Shp->Dims[0];
+    return !D.isKnown() || size_t(D.extent()) == N;
+  }
+};
+
+const ElemInfo *elemsOf(Ctx &C, unsigned I);
+void setElems(Ctx &C, unsigned O, ElemInfo E);
+DType attrDType(const Node &N, StringRef Name, DType Default);
+Graph *attrGraph(const Node &N, StringRef Name);
+
+//===----------------------------------------------------------------------===//
+// The rules and their helpers, by op family
+//===----------------------------------------------------------------------===//
+
+// Constants.cpp: Shape, Size, constants, ranges, generators
+void ruleShape(Ctx &C);
+void ruleSize(Ctx &C);
+void ruleConstant(Ctx &C);
+void ruleConstantOfShape(Ctx &C);
+void ruleRange(Ctx &C);
+void ruleOneHot(Ctx &C);
+void ruleEyeLike(Ctx &C);
+void ruleRandom(Ctx &C);
+void ruleRandomLike(Ctx &C);
+void ruleMultinomial(Ctx &C);
+
+// ControlFlow.cpp: If, Loop, Scan, sequences and optionals
+void ruleIf(Ctx &C);
+void typeLike(Value &Dst, const Value &Src);
+void ruleLoop(Ctx &C);
+void ruleScan(Ctx &C);
+void ruleSequenceLength(Ctx &C);
+void ruleOptionalHasElement(Ctx &C);
+void ruleSequenceEmpty(Ctx &C);
+void ruleSequenceConstruct(Ctx &C);
+void ruleSequenceInsert(Ctx &C);
+void ruleSequenceErase(Ctx &C);
+void ruleSequenceAt(Ctx &C);
+void ruleSplitToSequence(Ctx &C);
+void ruleConcatFromSequence(Ctx &C);
+void ruleOptional(Ctx &C);
+void ruleOptionalGetElement(Ctx &C);
+void ruleSequenceMap(Ctx &C);
+
+// Convolution.cpp: convolution, pooling, Col2Im
+void ruleConv(Ctx &C);
+void ruleConvInteger(Ctx &C);
+void ruleQLinearConv(Ctx &C);
+void ruleConvTranspose(Ctx &C);
+void rulePool(Ctx &C);
+void ruleGlobalPool(Ctx &C);
+void ruleMaxUnpool(Ctx &C);
+void ruleRoiPool(Ctx &C);
+void ruleCol2Im(Ctx &C);
+
+// DataDependent.cpp: ops whose output extent depends on data
+void ruleTopK(Ctx &C);
+void ruleNonZero(Ctx &C);
+void ruleCompress(Ctx &C);
+void ruleUnique(Ctx &C);
+void ruleNonMaxSuppression(Ctx &C);
+
+// Elementwise.cpp: element-wise ops, casts, broadcasting, quantization
+void ruleUnary(Ctx &C);
+void passValues(Ctx &C);
+void ruleIdentity(Ctx &C);
+void ruleToBool(Ctx &C);
+void ruleNot(Ctx &C);
+void ruleUnaryMath(Ctx &C);
+void ruleCast(Ctx &C);
+void ruleCastLike(Ctx &C);
+void broadcastRule(Ctx &C, unsigned First, DType T);
+void ruleBroadcast(Ctx &C);
+void ruleMean(Ctx &C);
+void ruleWhere(Ctx &C);
+void ruleDropout(Ctx &C);
+void ruleClip(Ctx &C);
+void ruleQuantize(Ctx &C);
+void ruleDequantize(Ctx &C);
+void ruleDynamicQuantize(Ctx &C);
+
+// Image.cpp: Resize, GridSample, AffineGrid
+void ruleResize(Ctx &C);
+void ruleGridSample(Ctx &C);
+void ruleAffineGrid(Ctx &C);
+
+// Linear.cpp: matrix products, Einsum, Det, Attention
+bool matmulShape(const Shape &A, const Shape &B, Shape &Out);
+void ruleMatMul(Ctx &C);
+void ruleMatMulInteger(Ctx &C);
+void ruleQLinearMatMul(Ctx &C);
+void ruleGemm(Ctx &C);
+void ruleEinsum(Ctx &C);
+void ruleDet(Ctx &C);
+void ruleAttention(Ctx &C);
+
+// Microsoft.cpp: com.microsoft contrib ops
+void ruleMsBiasGelu(Ctx &C);
+void ruleMsFusedMatMul(Ctx &C);
+void ruleMsMatMulNBits(Ctx &C);
+void ruleMsSkipLayerNorm(Ctx &C);
+void ruleMsAttention(Ctx &C);
+void ruleMsMultiHeadAttention(Ctx &C);
+
+// Movement.cpp: reshapes, transposes, concatenation, slicing, gathers, padding
+void ruleReshape(Ctx &C);
+void ruleFlatten(Ctx &C);
+void ruleTranspose(Ctx &C);
+void ruleSqueeze(Ctx &C);
+void ruleUnsqueeze(Ctx &C);
+void ruleConcat(Ctx &C);
+void ruleSplit(Ctx &C);
+void ruleSlice(Ctx &C);
+void ruleGather(Ctx &C);
+void ruleGatherElements(Ctx &C);
+void ruleGatherND(Ctx &C);
+bool valsToShape(ArrayRef<IV> V, Shape &S);
+void ruleExpand(Ctx &C);
+void ruleTile(Ctx &C);
+void rulePad(Ctx &C);
+void ruleDepthToSpace(Ctx &C);
+void ruleCenterCropPad(Ctx &C);
+
+// Recurrent.cpp: RNN, GRU, LSTM
+void ruleRNN(Ctx &C);
+
+// Reduction.cpp: reductions and normalizations
+void ruleBatchNorm(Ctx &C);
+void ruleLayerNorm(Ctx &C);
+void ruleReduce(Ctx &C);
+void ruleArgMinMax(Ctx &C);
+
+// Signal.cpp: windows, DFT, STFT
+void ruleWindow(Ctx &C);
+void ruleMelWeightMatrix(Ctx &C);
+void ruleDFT(Ctx &C);
+void ruleSTFT(Ctx &C);
+
+// Text.cpp: strings and image decoding
+void ruleStringNormalizer(Ctx &C);
+void ruleTfIdfVectorizer(Ctx &C);
+void ruleImageDecoder(Ctx &C);
+void ruleStringSplit(Ctx &C);
+void ruleStringConcat(Ctx &C);
+
+// Training.cpp: losses, the training-preview optimizers, Gradient
+void ruleLoss(Ctx &C);
+void ruleOptimizer(Ctx &C);
+void ruleGradient(Ctx &C);
+
+// RuleTable.cpp
+RuleFn findRule(StringRef Domain, StringRef Op);
+
+} // namespace ridge::shapes
+
+#endif

@@ -1,0 +1,316 @@
+//===- Support.cpp - Shape rules' support: dims, small values, attributes ---===//
+#include "analyzer/shapes/Rules.h"
+#include "llvm/ADT/StringSwitch.h"
+#include <algorithm>
+#include <cmath>
+
+namespace ridge::shapes {
+
+bool isIntType(DType T) {
+  switch (T) {
+  case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16:
+  case DType::Int32: case DType::UInt32: case DType::Int64: case DType::UInt64:
+  case DType::Int4: case DType::UInt4:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static int64_t floorDiv(int64_t A, int64_t B) {
+  int64_t Q = A / B;
+  if ((A % B != 0) && ((A < 0) != (B < 0)))
+    --Q;
+  return Q;
+}
+
+int64_t ceilDiv(int64_t A, int64_t B) { return -floorDiv(-A, B); }
+
+
+/// A computed extent as a dim; false when negative or absurdly large.
+bool extentOk(i128 V) { return V >= 0 && V <= MaxExtent; }
+
+/// A op B for non-negative dims; false on overflow.
+bool mulOk(int64_t A, int64_t B, int64_t &R) { return !__builtin_mul_overflow(A, B, &R); }
+bool addOk(int64_t A, int64_t B, int64_t &R) { return !__builtin_add_overflow(A, B, &R); }
+
+/// Product of dims: known when all are; one non-known dim times known 1s is
+/// that dim (batch * 1 = batch); anything times 0 is 0.
+Dim productDim(ArrayRef<Dim> Ds) {
+  int64_t P = 1;
+  const Dim *Sole = nullptr;
+  unsigned NonKnown = 0;
+  for (const Dim &D : Ds) {
+    if (D.isKnown()) {
+      if (!mulOk(P, D.extent(), P))
+        return Dim{};
+    } else {
+      ++NonKnown;
+      Sole = &D;
+    }
+  }
+  if (!NonKnown || P == 0)
+    return Dim::known(P);
+  if (NonKnown == 1 && P == 1)
+    return *Sole;
+  return Dim{};
+}
+
+/// Sum of two dims: known when both are; a symbol plus 0 stays that symbol.
+Dim addDims(const Dim &A, const Dim &B) {
+  if (A.isKnown() && B.isKnown())
+    return extentOk(i128(A.extent()) + B.extent()) ? Dim::known(A.extent() + B.extent()) : Dim{};
+  if (A.isKnown() && A.extent() == 0)
+    return B;
+  if (B.isKnown() && B.extent() == 0)
+    return A;
+  return Dim{};
+}
+
+/// A dim divided by a known factor: known when it divides.
+Dim divDim(const Dim &A, int64_t F) {
+  if (F == 1)
+    return A;
+  return A.isKnown() && F > 0 && A.extent() % F == 0 ? Dim::known(A.extent() / F) : Dim{};
+}
+
+Dim mulDim(const Dim &A, int64_t F) {
+  if (F == 1)
+    return A;
+  return A.isKnown() && F >= 0 && extentOk(i128(A.extent()) * F) ? Dim::known(A.extent() * F)
+                                                               : Dim{};
+}
+
+/// Two dims that must be equal: the more specific one.
+const Dim &mergeDim(const Dim &A, const Dim &B) {
+  if (A.isKnown())
+    return A;
+  if (B.isKnown())
+    return B;
+  return A.symbol().empty() ? B : A;
+}
+
+/// A dim that may be either: itself when both agree, else unknown.
+Dim unionDim(const Dim &A, const Dim &B) { return A == B ? A : Dim{}; }
+
+/// One axis of multidirectional broadcasting (ONNX's rule: a known dim other
+/// than 1 wins; two different symbols give an unknown dim).
+bool broadcastDim(const Dim &A, const Dim &B, Dim &Out) {
+  if (A.isKnown() && B.isKnown()) {
+    if (A.extent() == B.extent() || B.extent() == 1) {
+      Out = A;
+      return true;
+    }
+    if (A.extent() == 1) {
+      Out = B;
+      return true;
+    }
+    return false;
+  }
+  if (A.isKnown()) {
+    Out = A.extent() == 1 ? B : A;
+    return true;
+  }
+  if (B.isKnown()) {
+    Out = B.extent() == 1 ? A : B;
+    return true;
+  }
+  if (!A.symbol().empty() && A.symbol() == B.symbol())
+    Out = A;
+  else
+    Out = Dim{};
+  return true;
+}
+
+/// Broadcasts Out (already holding a shape) with S.
+bool broadcastInto(Shape &Out, const Shape &S) {
+  if (S.rank() > Out.rank())
+    Out.Dims.insert(Out.Dims.begin(), S.rank() - Out.rank(), Dim::known(1));
+  size_t Off = Out.rank() - S.rank();
+  for (size_t I = 0; I < S.rank(); ++I) {
+    Dim R;
+    if (!broadcastDim(Out.Dims[Off + I], S.Dims[I], R))
+      return false;
+    Out.Dims[Off + I] = std::move(R);
+  }
+  return true;
+}
+
+bool normAxis(int64_t &A, int64_t Rank) {
+  if (A < -Rank || A >= Rank)
+    return false;
+  if (A < 0)
+    A += Rank;
+  return true;
+}
+
+/// Refines V's shape with S: sets it when V has none; otherwise, at the same
+/// rank, replaces unknown dims by symbolic or known ones and symbolic by known.
+void refineShape(Value &V, const Shape &S) {
+  if (!V.Shp) {
+    V.Shp = S;
+    return;
+  }
+  if (V.Shp->rank() != S.rank())
+    return;
+  for (size_t I = 0; I < S.rank(); ++I) {
+    Dim &Old = V.Shp->Dims[I];
+    const Dim &New = S.Dims[I];
+    if (Old.isKnown())
+      continue;
+    if (New.isKnown() || (Old.symbol().empty() && !New.symbol().empty()))
+      Old = New;
+  }
+}
+
+BinOp binOpOf(StringRef Op) {
+  return llvm::StringSwitch<BinOp>(Op)
+      .Case("Add", BinOp::Add).Case("Sum", BinOp::Add).Case("Sub", BinOp::Sub)
+      .Case("Mul", BinOp::Mul).Case("Div", BinOp::Div).Case("Mod", BinOp::Mod)
+      .Case("Max", BinOp::Max).Case("Min", BinOp::Min).Case("Pow", BinOp::Pow)
+      .Case("Equal", BinOp::Equal).Case("Less", BinOp::Less)
+      .Case("Greater", BinOp::Greater).Case("LessOrEqual", BinOp::LessEq)
+      .Case("GreaterOrEqual", BinOp::GreaterEq).Case("And", BinOp::And)
+      .Case("Or", BinOp::Or).Case("Xor", BinOp::Xor)
+      .Default(BinOp::None);
+}
+
+IV evalInt(BinOp Op, const IV &A, const IV &B, bool FMod) {
+  if (A.Known && B.Known) {
+    int64_t X = A.V, Y = B.V, R = 0;
+    switch (Op) {
+    case BinOp::Add: if (__builtin_add_overflow(X, Y, &R)) return IV{}; break;
+    case BinOp::Sub: if (__builtin_sub_overflow(X, Y, &R)) return IV{}; break;
+    case BinOp::Mul: if (__builtin_mul_overflow(X, Y, &R)) return IV{}; break;
+    case BinOp::Div: // integer Div truncates toward zero (ONNX reference, ORT)
+      if (Y == 0 || (X == I64Min && Y == -1)) return IV{};
+      R = X / Y;
+      break;
+    case BinOp::Mod:
+      if (Y == 0 || (X == I64Min && Y == -1)) return IV{};
+      R = X % Y;
+      if (!FMod && R != 0 && ((R < 0) != (Y < 0))) // Python's %: sign of divisor
+        R += Y;
+      break;
+    case BinOp::Max: R = std::max(X, Y); break;
+    case BinOp::Min: R = std::min(X, Y); break;
+    case BinOp::Pow: {
+      if (Y < 0) return IV{};
+      R = 1;
+      for (int64_t I = 0; I < Y; ++I)
+        if (__builtin_mul_overflow(R, X, &R) || I > 64) return IV{};
+      break;
+    }
+    case BinOp::Equal: R = X == Y; break;
+    case BinOp::Less: R = X < Y; break;
+    case BinOp::Greater: R = X > Y; break;
+    case BinOp::LessEq: R = X <= Y; break;
+    case BinOp::GreaterEq: R = X >= Y; break;
+    case BinOp::And: R = X && Y; break;
+    case BinOp::Or: R = X || Y; break;
+    case BinOp::Xor: R = (X != 0) != (Y != 0); break;
+    case BinOp::None: return IV{};
+    }
+    return IV::known(R);
+  }
+  // Symbolic identities.
+  switch (Op) {
+  case BinOp::Add:
+    if (B.is(0)) return A;
+    if (A.is(0)) return B;
+    break;
+  case BinOp::Sub:
+    if (B.is(0)) return A;
+    if (A.sameAs(B)) return IV::known(0);
+    break;
+  case BinOp::Mul:
+    if (B.is(1)) return A;
+    if (A.is(1)) return B;
+    if (A.is(0) || B.is(0)) return IV::known(0);
+    break;
+  case BinOp::Div:
+    if (B.is(1)) return A;
+    break;
+  case BinOp::Max:
+  case BinOp::Min:
+    if (A.sameAs(B)) return A;
+    break;
+  case BinOp::Equal:
+  case BinOp::LessEq:
+  case BinOp::GreaterEq:
+    if (A.sameAs(B)) return IV::known(1);
+    break;
+  case BinOp::Less:
+  case BinOp::Greater:
+    if (A.sameAs(B)) return IV::known(0);
+    break;
+  default:
+    break;
+  }
+  return IV{};
+}
+
+bool evalFloat(BinOp Op, double X, double Y, double &R) {
+  switch (Op) {
+  case BinOp::Add: R = X + Y; return true;
+  case BinOp::Sub: R = X - Y; return true;
+  case BinOp::Mul: R = X * Y; return true;
+  case BinOp::Div: R = X / Y; return true;
+  case BinOp::Max: R = std::max(X, Y); return true;
+  case BinOp::Min: R = std::min(X, Y); return true;
+  case BinOp::Pow: R = std::pow(X, Y); return true;
+  default: return false;
+  }
+}
+
+/// Shape of a value that may be either A or B.
+static std::optional<Shape> unionShape(const std::optional<Shape> &A,
+                                const std::optional<Shape> &B) {
+  if (!A || !B || A->rank() != B->rank())
+    return std::nullopt;
+  Shape S;
+  for (size_t I = 0; I < A->rank(); ++I)
+    S.Dims.push_back(unionDim(A->Dims[I], B->Dims[I]));
+  return S;
+}
+
+void addElement(ElemInfo &E, DType T, const std::optional<Shape> &S) {
+  if (E.Elem == DType::Undefined)
+    E.Elem = T;
+  if (E.Empty) {
+    E.Shp = S;
+    E.Empty = false;
+  } else {
+    E.Shp = unionShape(E.Shp, S);
+  }
+}
+
+const ElemInfo *elemsOf(Ctx &C, unsigned I) {
+  Value *V = C.in(I);
+  if (!V)
+    return nullptr;
+  auto It = C.Inf.Elems.find(V);
+  return It == C.Inf.Elems.end() ? nullptr : &It->second;
+}
+
+void setElems(Ctx &C, unsigned O, ElemInfo E) {
+  if (Value *V = C.out(O)) {
+    V->NonTensor = true; // a sequence or optional: no tensor shape of its own
+    C.Inf.Elems[V] = std::move(E);
+  }
+}
+
+DType attrDType(const Node &N, StringRef Name, DType Default) {
+  const Attribute *A = N.attr(Name);
+  if (!A || A->K != Attribute::Kind::Int)
+    return Default;
+  auto T = dtypeFromOnnx(int32_t(A->I));
+  return T && *T != DType::Undefined ? *T : Default;
+}
+
+Graph *attrGraph(const Node &N, StringRef Name) {
+  const Attribute *A = N.attr(Name);
+  return A && !A->Graphs.empty() ? A->Graphs[0].get() : nullptr;
+}
+
+} // namespace ridge::shapes
