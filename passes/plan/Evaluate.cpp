@@ -1,0 +1,724 @@
+//===- Evaluate.cpp - The planner: one configuration's time and memory ----===//
+#include "passes/plan/PlannerImpl.h"
+
+using namespace ridge;
+
+namespace ridge::plan {
+
+void Planner::sizeWorkspace(Workspace &W) {
+  size_t NPos = Pos.size(), NSlots = 2 * ClassRep.size();
+  Group &G = W.G;
+  G.TPT.resize(NPos);
+  G.TPF.resize(NPos);
+  for (auto *V : {&G.SlotTF, &G.SlotTB, &W.SlotMF, &W.SlotMM0, &W.SlotMM1})
+    V->resize(NSlots);
+  for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS})
+    V->resize(NPos + 1);
+  G.PreCk.resize(CutPos.size() + 1);
+  for (auto &C : G.Collapsed)
+    C.resize(Boundaries.size() + 1);
+  G.SegSum.resize(CutPos.empty() ? 0 : CutPos.size() - 1);
+  W.CollSeconds.resize(CollCosts.size());
+}
+
+Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
+  Group &G = W.G;
+  if (G.Valid && G.B == B && G.T == T && G.SP == SP)
+    return G;
+  const TPPlan &TP = tpPlan(T, SP);
+  const TPPlan *Last = G.Valid ? G.TP : nullptr; ///< whose collectives TPT holds
+  G.Valid = true;
+  G.B = B;
+  G.T = T;
+  G.SP = SP;
+  G.TP = &TP;
+  for (auto &E : G.Ends)
+    E.clear();
+  for (auto &M : G.MaxSeg)
+    M[0] = M[1] = -1;
+  G.Aggs.clear();
+  sizeWorkspace(W);
+  sumCollectives(W, Last);
+  placeSlots(W);
+  sumPositions(W);
+  sumActivations(G);
+  checkExactSums(G);
+  return G;
+}
+
+void Planner::sumCollectives(Workspace &W, const TPPlan *Last) {
+  // Tensor-parallel collectives, summed per position in their order.
+  Group &G = W.G;
+  const TPPlan &TP = *G.TP;
+  if (!Last) {
+    G.TPT.assign(Pos.size(), 0);
+    G.TPF.assign(Pos.size(), 0);
+  } else {
+    for (uint32_t P : Last->CollPos)
+      G.TPT[P] = G.TPF[P] = 0;
+  }
+  bool TPInter = crossesNodes(1, G.T);
+  double TPBw = linkBandwidth(TPInter), TPLat = linkLatency(TPInter);
+  for (uint32_t I : TP.UsedCosts) {
+    double Bytes = CollCosts[I].Bytes.at(double(G.B));
+    W.CollSeconds[I] = collectiveSeconds(CollCosts[I].Kind, Bytes, G.T, TPBw, TPLat);
+  }
+  double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
+  const double *Sec = W.CollSeconds.data();
+  for (size_t I = 0, E = TP.CollPos.size(); I < E; ++I) {
+    TPTs[TP.CollPos[I]] += Sec[TP.CollCost[I]];
+    if (TP.CollFwd[I])
+      TPFs[TP.CollPos[I]] += Sec[TP.CollCost[I]];
+  }
+  G.TPCount = TP.CollPos.size();
+}
+
+void Planner::placeSlots(Workspace &W) {
+  // Each slot's forward and backward time on the device and its FLOP terms.
+  Group &G = W.G;
+  const TPPlan &TP = *G.TP;
+  double Mb = double(G.B);
+  unsigned T = G.T;
+  G.SlotOf = TP.SlotOf.data();
+  for (uint32_t Slot : TP.UsedSlots) {
+    unsigned Sp = Slot & 1;
+    const Position &X = *ClassRep[Slot >> 1];
+    double Scale = Sp ? 1.0 / T : 1.0;
+    PhaseCost F = X.Fwd.at(Mb, Scale), Bc = X.Bwd.at(Mb, Scale);
+    G.SlotTF[Slot] = placeOnDevice(F, Dev, X.Type, Cfg).Seconds;
+    G.SlotTB[Slot] = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg).Seconds : 0;
+    W.SlotMF[Slot] = (X.Fwd.Flops.at(Mb) + X.Bwd.Flops.at(Mb)) * T * Scale;
+    W.SlotMM0[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 1 + X.Bwd.Macs.at(Mb)) * T * Scale;
+    W.SlotMM1[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 2 + X.Bwd.Macs.at(Mb)) * T * Scale;
+  }
+}
+
+void Planner::sumPositions(Workspace &W) {
+  // Per position, in order, what evaluate() used to compute position by
+  // position: forward and backward time (through the slots), the FLOP sums,
+  // the time with each recomputation mode and its prefix sums.
+  Group &G = W.G;
+  const TPPlan &TP = *G.TP;
+  size_t NPos = Pos.size();
+  for (int R = 0; R < 3; ++R)
+    G.Prefix[R][0] = 0;
+  const uint32_t *Slots = G.SlotOf;
+  const uint8_t *Sel = RecSel.data(), *Full = RecFull.data();
+  const double *STF = G.SlotTF.data(), *STB = G.SlotTB.data();
+  const double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
+  double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
+  const double *SMF = W.SlotMF.data(), *SM0 = W.SlotMM0.data(), *SM1 = W.SlotMM1.data();
+  // The prefixes at the stage boundaries are taken as they pass (gathered
+  // after, they read the three prefix tables again, a cache line a read).
+  for (auto &C : G.Collapsed)
+    C[0] = 0;
+  double *C0 = G.Collapsed[0].data(), *C1 = G.Collapsed[1].data(),
+         *C2 = G.Collapsed[2].data();
+  const size_t *Bd = Boundaries.data();
+  size_t NextB = 0, NumB = Boundaries.size();
+  double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0;
+  double Pre0 = 0, Pre1 = 0, Pre2 = 0;
+  double ModelFlops = 0, M0 = 0, M1s = 0, M2s = 0;
+  for (size_t P = 0; P < NPos; ++P) {
+    uint32_t Slot = Slots[P];
+    double TF = STF[Slot], TB = STB[Slot], TPt = TPTs[P], TPf = TPFs[P];
+    ModelFlops += SMF[Slot];
+    M0 += SM0[Slot];
+    M1s += Sel[P] ? SM1[Slot] : SM0[Slot];
+    M2s += Full[P] ? SM1[Slot] : SM0[Slot];
+    TotBwd += TB;
+    TotTP += TPt;
+    // Full recomputation replays a segment's forward, its tensor-parallel
+    // collectives included (Megatron re-runs the layer's all-reduces).
+    // (Group::cost() is this, position by position.)
+    double Zero = 0, RS = Sel[P] ? TF : 0, RF = Full[P] ? TF + TPf : 0;
+    Rec1 += RS;
+    Rec2 += RF;
+    double X0 = TF + TB + Zero, X1 = TF + TB + RS, X2 = TF + TB + RF;
+    X0 += TPt;
+    X1 += TPt;
+    X2 += TPt;
+    P0[P + 1] = Pre0 += X0;
+    P1[P + 1] = Pre1 += X1;
+    P2[P + 1] = Pre2 += X2;
+    if (NextB < NumB && Bd[NextB] == P + 1) {
+      C0[NextB + 1] = Pre0;
+      C1[NextB + 1] = Pre1;
+      C2[NextB + 1] = Pre2;
+      ++NextB;
+    }
+  }
+  // Every cost finite and non-negative: so are the slots' times and the
+  // collectives (a cost adds at most four of them), and the total is finite.
+  bool Bad = false;
+  for (uint32_t I : TP.UsedSlots)
+    Bad |= !(STF[I] >= 0 && STF[I] <= std::numeric_limits<double>::max()) ||
+           !(STB[I] >= 0 && STB[I] <= std::numeric_limits<double>::max());
+  for (uint32_t Q : TP.CollPos)
+    Bad |= !(TPTs[Q] >= 0 && TPTs[Q] <= std::numeric_limits<double>::max());
+  G.ModelFlops = ModelFlops;
+  G.MatrixFlops[0] = M0;
+  G.MatrixFlops[1] = M1s;
+  G.MatrixFlops[2] = M2s;
+  G.TotBwd = TotBwd;
+  G.TotTP = TotTP;
+  G.TotRec[0] = 0;
+  G.TotRec[1] = Rec1;
+  G.TotRec[2] = Rec2;
+  for (int R = 0; R < 3; ++R) {
+    G.Bounded[R] = !Bad && G.Prefix[R][NPos] <= std::numeric_limits<double>::max();
+    for (size_t K = NextB; K < NumB; ++K) // boundaries the loop did not pass (none at 0)
+      G.Collapsed[R][K + 1] = G.Prefix[R][Boundaries[K]];
+  }
+}
+
+void Planner::sumActivations(Group &G) {
+  // The activation terms' prefix sums: saved tensors with and without
+  // selective recomputation, and checkpoints at the cuts only (summed over
+  // every position, the zero terms between them changed nothing).
+  const uint8_t *Split = G.TP->SplitU8.data();
+  double Mb = double(G.B);
+  G.PreA[0] = G.PreAS[0] = G.PreCk[0] = 0;
+  double *PA = G.PreA.data(), *PAS = G.PreAS.data(), *PCk = G.PreCk.data();
+  const Affine *SA = SavedAff.data(), *SelA = SelAff.data();
+  // With sequence parallelism the replicated regions are split too.
+  const double Scales[2] = {1.0, 1.0 / G.T};
+  unsigned SPBit = G.SP;
+  double A = 0, AS = 0, Ck = 0;
+  for (size_t P = 0, NPos = Pos.size(); P < NPos; ++P) {
+    double ActScale = Scales[Split[P] | SPBit];
+    PA[P + 1] = A += SA[P].at(Mb) * ActScale;
+    PAS[P + 1] = AS += SelA[P].at(Mb) * ActScale;
+  }
+  for (size_t K = 0; K < CutPos.size(); ++K)
+    PCk[K + 1] = Ck += CutCk[K].at(Mb) * Scales[Split[CutPos[K]] | SPBit];
+}
+
+void Planner::checkExactSums(Group &G) {
+  // Whether the activation prefix sums are exact: whole-number terms scaled
+  // by 1 or 1/t with t a power of two, else checked term by term.
+  const TPPlan &TP = *G.TP;
+  const uint8_t *Split = TP.SplitU8.data();
+  double Mb = double(G.B);
+  unsigned T = G.T;
+  bool AnyScaled = G.SP || TP.AnySplit;
+  int Shift = !AnyScaled ? 0 : (T & (T - 1)) == 0 ? __builtin_ctz(T) : -1;
+  auto Check = [&](const IntegralTerms &I, const std::vector<Affine> &Aff, bool OnlyCuts) {
+    if (I.exactAt(Mb, Shift))
+      return true;
+    ExactSum X;
+    for (size_t P = 0; P < Pos.size(); ++P)
+      if (!OnlyCuts || Cut[P])
+        X.add(Aff[P].at(Mb) * ((Split[P] || G.SP) ? 1.0 / T : 1.0));
+    return X.exact();
+  };
+  G.AExact = Check(SavedInt, SavedAff, false);
+  G.ASExact = Check(SelInt, SelAff, false);
+  G.CkExact = Check(CkInt, CkAff, true);
+  for (size_t K = 0; K + 1 < CutPos.size(); ++K)
+    G.SegSum[K] = G.PreA[CutPos[K + 1]] - G.PreA[CutPos[K]];
+}
+
+const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, unsigned V) {
+  int R = Rc == Config::Recompute::Full ? 2 : Rc == Config::Recompute::Selective ? 1 : 0;
+  std::array<unsigned, 3> Key{unsigned(R), P, V};
+  auto Found = Gr.Aggs.find(Key);
+  if (Found != Gr.Aggs.end())
+    return Found->second;
+  StageAgg &A = Gr.Aggs[Key];
+  StageView S{Gr, R, P, V, stageEnds(Gr, R, P * V),
+              R == 2 ? RecFull.data() : R == 1 ? RecSel.data() : nullptr};
+  tiedCopies(S, A);
+  for (unsigned Ch = 0; Ch < P * V; ++Ch) {
+    size_t End = S.Ends[Ch];
+    if (End < Pos.size() && Ch + 1 < P * V)
+      A.MaxBoundary =
+          std::max(A.MaxBoundary, LiveBytes[End].at(double(Gr.B)) * (Gr.SP ? 1.0 / Gr.T : 1.0));
+  }
+  if (Gr.Bounded[R])
+    slowestStageExact(S, A);
+  else
+    slowestStageDirect(S, A);
+  stageMemory(S, A);
+  return A;
+}
+
+const std::vector<size_t> &Planner::stageEnds(Group &Gr, int R, unsigned Chunks) {
+  // Pipeline stages: P*V chunks balanced by time; chunk c runs on stage c % P.
+  auto EndsIt = Gr.Ends[R].find(Chunks);
+  if (EndsIt != Gr.Ends[R].end())
+    return EndsIt->second;
+  std::vector<size_t> Ends;
+  if (Chunks > 1) {
+    // Over AllBoundaries (every position) the collapsed prefix is the
+    // prefix itself.
+    bool Few = Boundaries.size() >= Chunks;
+    const std::vector<double> &Seg = Few ? Gr.Collapsed[R] : Gr.Prefix[R];
+    double &MaxSeg = Gr.MaxSeg[R][Few];
+    if (Gr.Bounded[R] && MaxSeg < 0)
+      MaxSeg = maxSegment(Seg);
+    Ends = balance(Seg, Chunks, Few ? Boundaries : AllBoundaries, Gr.Bounded[R], MaxSeg);
+  } else {
+    Ends = {Pos.size()};
+  }
+  return Gr.Ends[R].emplace(Chunks, std::move(Ends)).first->second;
+}
+
+void Planner::tiedCopies(const StageView &S, StageAgg &A) {
+  // Shared weights whose readers land on several stages: a copy on each
+  // stage but the owner's, their gradients all-reduced across them.
+  unsigned P = S.P;
+  const std::vector<size_t> &Ends = S.Ends;
+  A.CopyParams.assign(P, 0);
+  A.CopySplit.assign(P, 0);
+  if (P == 1)
+    return;
+  for (const SharedParam &Sp : Shared) {
+    auto StageOf = [&](uint32_t Q) {
+      return unsigned(std::upper_bound(Ends.begin(), Ends.end(), size_t(Q)) - Ends.begin()) % P;
+    };
+    llvm::SmallVector<unsigned, 4> Stages;
+    for (uint32_t Q : Sp.Readers)
+      if (!llvm::is_contained(Stages, StageOf(Q)))
+        Stages.push_back(StageOf(Q));
+    if (Stages.size() < 2)
+      continue;
+    bool Split = S.Gr.TP->Sharding.SplitParams.count(Sp.V);
+    for (size_t I = 1; I < Stages.size(); ++I)
+      (Split ? A.CopySplit : A.CopyParams)[Stages[I]] += Sp.Elems;
+    A.Tied.emplace_back(unsigned(Stages.size()), Split, Sp.Elems);
+  }
+}
+
+void Planner::sumStagesExactly(const StageView &S, unsigned Sa, const unsigned *Sb,
+                               StageSums &Xa, StageSums &Xb) {
+  // Stages' sums position by position, two stages at a time (independent
+  // chains of additions), each in its own order.
+  const Group &Gr = S.Gr;
+  int R = S.R;
+  unsigned P = S.P, V = S.V;
+  const std::vector<size_t> &Ends = S.Ends;
+  const uint8_t *Flag = S.Flag;
+  size_t NPos = Pos.size();
+  if (P == 1 && Ends.back() == NPos) { // stage 0 sums every position in order
+    Xa.T = Gr.Prefix[R][NPos];
+    Xa.B = Gr.TotBwd;
+    Xa.TP = Gr.TotTP;
+    Xa.Rec = Gr.TotRec[R];
+    return;
+  }
+  const uint32_t *SlotOf = Gr.SlotOf;
+  const double *STF = Gr.SlotTF.data(), *STB = Gr.SlotTB.data(), *TPTP = Gr.TPT.data(),
+               *TPFP = Gr.TPF.data();
+  // Position Q's terms added to X: Group::cost() inline (the same
+  // additions in the same order), its backward, TP and recompute times
+  // (the replay, its forward collectives included under full
+  // recomputation, as the whole-graph sum TotRec counts it).
+  auto Add = [&](auto HasFlag, size_t Q, StageSums &X) {
+    uint32_t Sl = SlotOf[Q];
+    double TF = STF[Sl], TB = STB[Sl], TPt = TPTP[Q];
+    double Rec = !HasFlag || !Flag[Q] ? 0 : R == 1 ? TF : TF + TPFP[Q];
+    double C = TF + TB + Rec;
+    X.T += C += TPt;
+    X.B += TB;
+    X.TP += TPt;
+    if (HasFlag)
+      X.Rec += Rec;
+  };
+  // Sums Q in [Q0, Q1) into X, and Q in [R0, R0 + Q1 - Q0) into Y, with
+  // local accumulators (independent chains).
+  auto Walk = [&](auto HasFlag, size_t Q0, size_t Q1, StageSums &X, const size_t *R0,
+                  StageSums &Y) {
+    StageSums A = X;
+    if (R0) {
+      StageSums B = Y;
+      for (size_t Q = Q0, Q2 = *R0; Q < Q1; ++Q, ++Q2) {
+        Add(HasFlag, Q, A);
+        Add(HasFlag, Q2, B);
+      }
+      Y = B;
+    } else {
+      for (size_t Q = Q0; Q < Q1; ++Q)
+        Add(HasFlag, Q, A);
+    }
+    X = A;
+  };
+  auto Run = [&](auto HasFlag) {
+    for (unsigned C = 0; C < V; ++C) {
+      unsigned Ca = Sa + C * P;
+      size_t A0 = S.start(Ca), A1 = Ends[Ca];
+      if (!Sb) {
+        Walk(HasFlag, A0, A1, Xa, nullptr, Xa);
+        continue;
+      }
+      unsigned Cb = *Sb + C * P;
+      size_t B0 = S.start(Cb), B1 = Ends[Cb];
+      size_t N = std::min(A1 - A0, B1 - B0);
+      Walk(HasFlag, A0, A0 + N, Xa, &B0, Xb);
+      Walk(HasFlag, A0 + N, A1, Xa, nullptr, Xa);
+      Walk(HasFlag, B0 + N, B1, Xb, nullptr, Xb);
+    }
+  };
+  if (Flag)
+    Run(std::true_type());
+  else
+    Run(std::false_type());
+}
+
+std::vector<unsigned> Planner::slowestCandidates(const StageView &S) {
+  // A stage's time from prefix sums is within Err of the position-by-position
+  // sum (all terms non-negative), so only stages within 2 Err of the largest
+  // can be the slowest.
+  const Group &Gr = S.Gr;
+  const std::vector<double> &Prefix = Gr.Prefix[S.R];
+  unsigned P = S.P, V = S.V;
+  size_t NPos = Pos.size();
+  std::vector<double> Approx(P, 0);
+  for (unsigned Ch = 0; Ch < P * V; ++Ch)
+    Approx[Ch % P] += Prefix[S.Ends[Ch]] - Prefix[S.start(Ch)];
+  double MaxA = *std::max_element(Approx.begin(), Approx.end());
+  double Err = 1.5 * (2.0 * V + 2) * (double(NPos) + 2) * 0x1p-53 * Prefix[NPos];
+  // A stage whose costs are those of an earlier candidate, position by
+  // position, sums to the same time and is not the first of the largest:
+  // it need not be summed.
+  auto SameCosts = [&](unsigned S1, unsigned S2) {
+    for (unsigned C = 0; C < V; ++C) {
+      unsigned C1 = S1 + C * P, C2 = S2 + C * P;
+      size_t B1 = S.start(C1), B2 = S.start(C2), L = S.Ends[C1] - B1;
+      if (S.Ends[C2] - B2 != L)
+        return false;
+      for (size_t I = 0; I < L; ++I)
+        if (llvm::bit_cast<uint64_t>(Gr.cost(S.R, S.Flag, B1 + I)) !=
+            llvm::bit_cast<uint64_t>(Gr.cost(S.R, S.Flag, B2 + I)))
+          return false;
+    }
+    return true;
+  };
+  std::vector<unsigned> Cands;
+  for (unsigned St = 0; St < P; ++St) {
+    if (Approx[St] < MaxA - 2 * Err)
+      continue;
+    bool Dup = false;
+    for (unsigned C : Cands)
+      if ((Dup = SameCosts(C, St)))
+        break;
+    if (!Dup)
+      Cands.push_back(St);
+  }
+  return Cands;
+}
+
+void Planner::slowestStageExact(const StageView &S, StageAgg &A) {
+  // The slowest stage, and its times summed position by position: only the
+  // candidates are summed, two at a time.
+  std::vector<unsigned> Cands = slowestCandidates(S);
+  std::vector<StageSums> X(Cands.size());
+  for (size_t I = 0; I < Cands.size(); I += 2)
+    sumStagesExactly(S, Cands[I], I + 1 < Cands.size() ? &Cands[I + 1] : nullptr, X[I],
+                     I + 1 < Cands.size() ? X[I + 1] : X[I]);
+  // The first of the largest, as evaluate() took it.
+  size_t Best = 0;
+  for (size_t I = 1; I < Cands.size(); ++I)
+    if (X[I].T > X[Best].T)
+      Best = I;
+  A.Slowest = Cands[Best];
+  A.Time = X[Best].T;
+  A.Bwd = X[Best].B;
+  A.TP = X[Best].TP;
+  A.Rec = X[Best].Rec;
+}
+
+void Planner::slowestStageDirect(const StageView &S, StageAgg &A) {
+  // Costs not all finite and non-negative: every stage summed in order.
+  const Group &Gr = S.Gr;
+  int R = S.R;
+  unsigned P = S.P;
+  const uint8_t *Flag = S.Flag;
+  std::vector<double> Time(P, 0), Bwd(P, 0), TPs(P, 0), Rec(P, 0);
+  for (unsigned Ch = 0; Ch < P * S.V; ++Ch) {
+    unsigned St = Ch % P;
+    for (size_t Q = S.start(Ch); Q < S.Ends[Ch]; ++Q) {
+      Time[St] += Gr.cost(R, Flag, Q);
+      Bwd[St] += Gr.tb(Q);
+      TPs[St] += Gr.TPT[Q];
+      Rec[St] += !Flag || !Flag[Q] ? 0 : R == 1 ? Gr.tf(Q) : Gr.tf(Q) + Gr.TPF[Q];
+    }
+  }
+  unsigned Slowest = 0;
+  for (unsigned St = 1; St < P; ++St)
+    if (Time[St] > Time[Slowest])
+      Slowest = St;
+  A.Slowest = Slowest;
+  A.Time = Time[Slowest];
+  A.Bwd = Bwd[Slowest];
+  A.TP = TPs[Slowest];
+  A.Rec = Rec[Slowest];
+}
+
+void Planner::stageMemory(const StageView &View, StageAgg &A) {
+  const Group &Gr = View.Gr;
+  const TPPlan &TP = *Gr.TP;
+  int R = View.R;
+  unsigned P = View.P, Chunks = View.P * View.V;
+  double Mb = double(Gr.B);
+  auto StartOf = [&](unsigned Ch) { return View.start(Ch); };
+  const std::vector<size_t> &Ends = View.Ends;
+  // Memory terms of every stage: from prefix sums where those are exact,
+  // else position by position.
+  A.Params.assign(P, 0);
+  A.SplitParams.assign(P, 0);
+  A.Act.assign(P, 0);
+  A.Ckpt.assign(P, 0);
+  A.SegMax.assign(P, 0);
+  bool ParamsExact = TP.ParamsExact;
+  bool ActExact = R == 0 ? Gr.AExact : R == 1 ? Gr.ASExact : Gr.AExact && Gr.CkExact;
+  for (unsigned Ch = 0; Ch < Chunks; ++Ch) {
+    unsigned S = Ch % P;
+    size_t Start = StartOf(Ch), End = Ends[Ch];
+    if (ParamsExact) {
+      A.Params[S] += TP.PreOwn[End] - TP.PreOwn[Start];
+      A.SplitParams[S] += TP.PreSplit[End] - TP.PreSplit[Start];
+    }
+    if (ActExact) {
+      if (R == 0) {
+        A.Act[S] += Gr.PreA[End] - Gr.PreA[Start];
+      } else if (R == 1) {
+        A.Act[S] += Gr.PreAS[End] - Gr.PreAS[Start];
+      } else {
+        auto CkAt = [&](size_t Q) {
+          return Gr.PreCk[std::lower_bound(CutPos.begin(), CutPos.end(), Q) - CutPos.begin()];
+        };
+        A.Ckpt[S] += CkAt(End) - CkAt(Start);
+        if (Start < End) {
+          // Segments between checkpoints: a partial one at each end of the
+          // chunk, whole ones between.
+          const std::vector<double> &PA = Gr.PreA;
+          size_t I0 = std::lower_bound(CutPos.begin(), CutPos.end(), Start) - CutPos.begin();
+          size_t I1 = std::lower_bound(CutPos.begin() + I0, CutPos.end(), End) - CutPos.begin();
+          double M = A.SegMax[S];
+          if (I0 == I1) {
+            M = std::max(M, PA[End] - PA[Start]);
+          } else {
+            M = std::max(M, PA[CutPos[I0]] - PA[Start]);
+            for (size_t Kk = I0; Kk + 1 < I1; ++Kk)
+              M = std::max(M, Gr.SegSum[Kk]);
+            M = std::max(M, PA[End] - PA[CutPos[I1 - 1]]);
+          }
+          A.SegMax[S] = M;
+        }
+      }
+    }
+    if (ParamsExact && ActExact)
+      continue;
+    double Segment = 0;
+    for (size_t Q = Start; Q < End; ++Q) {
+      // With sequence parallelism the replicated regions are split too.
+      double ActScale = (TP.SplitU8[Q] || Gr.SP) ? 1.0 / Gr.T : 1.0;
+      if (!ParamsExact) {
+        A.Params[S] += PosParams[Q] - TP.SplitParams[Q];
+        A.SplitParams[S] += TP.SplitParams[Q];
+      }
+      if (ActExact)
+        continue;
+      if (R == 0)
+        A.Act[S] += SavedAff[Q].at(Mb) * ActScale;
+      else if (R == 1)
+        A.Act[S] += SelAff[Q].at(Mb) * ActScale;
+      else {
+        if (Cut[Q]) {
+          A.SegMax[S] = std::max(A.SegMax[S], Segment);
+          Segment = 0;
+          A.Ckpt[S] += CkAff[Q].at(Mb) * ActScale;
+        }
+        Segment += SavedAff[Q].at(Mb) * ActScale;
+      }
+    }
+    if (!ActExact)
+      A.SegMax[S] = std::max(A.SegMax[S], Segment);
+  }
+}
+
+PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
+  PlanEval E;
+  E.C = PC;
+  Group &Gr = group(W, PC.MicroBatch, PC.T, PC.SP);
+  const StageAgg &A = stageAgg(Gr, PC.Recomp, PC.P, PC.V);
+  Links L = linksOf(PC);
+  E.TPTier = L.TPInter ? "inter-node" : "intra-node";
+  E.DPTier = L.DPInter ? "inter-node" : "intra-node";
+  E.PPTier = L.PPInter ? "inter-node" : "intra-node";
+  E.TPCollectivesPerStep = Gr.TPCount;
+  E.TPCollectivesPerStep *= PC.M;
+  double Pipeline = evalPipeline(PC, A, L, E);
+  double WorstParamCount = evalMemory(PC, A, E);
+  evalUpdate(PC, A, L, WorstParamCount, Pipeline, E);
+  int R = PC.Recomp == Config::Recompute::Full ? 2 : PC.Recomp == Config::Recompute::Selective ? 1 : 0;
+  E.ModelFlops = Gr.ModelFlops * PC.M * PC.D;
+  E.MatrixFlops = Gr.MatrixFlops[R] * PC.M * PC.D;
+  double Peak = Dev.peak(Cfg.ComputeDType.value_or(DType::Float)).value_or(0);
+  E.MFU = E.StepSeconds > 0 ? E.ModelFlops / E.StepSeconds / N / Peak : 0;
+  E.TFlopsPerDevice = E.StepSeconds > 0 ? E.ModelFlops / E.StepSeconds / N : 0;
+  return E;
+}
+
+Planner::Links Planner::linksOf(const PlanConfig &PC) const {
+  Links L;
+  L.TPInter = crossesNodes(1, PC.T);
+  L.DPInter = crossesNodes(PC.T, PC.D);
+  L.PPInter = PC.P > 1 && (uint64_t(PC.T) * PC.D >= K || crossesNodes(PC.T * PC.D, PC.P));
+  return L;
+}
+
+double Planner::evalPipeline(const PlanConfig &PC, const StageAgg &A, const Links &L,
+                             PlanEval &E) const {
+  double MaxBoundary = A.MaxBoundary;
+  double TStage = A.Time;
+  // Point-to-point: activation forward, gradient backward, at each of the
+  // stage's v chunk boundaries.
+  // With tensor parallelism each of the t ranks sends 1/t of the boundary
+  // and the receivers all-gather it over the tensor-parallel link
+  // (Narayanan et al. 2021, sec. 4.1, scatter/gather).
+  double P2P = 0;
+  if (PC.P > 1) {
+    double Send = PC.T > 1 && !PC.SP ? MaxBoundary / PC.T : MaxBoundary;
+    double Gather = PC.T > 1 && !PC.SP
+                        ? collectiveSeconds(CollectiveKind::AllGather, MaxBoundary, PC.T,
+                                            linkBandwidth(L.TPInter), linkLatency(L.TPInter))
+                        : 0;
+    P2P = 2.0 * PC.V * (linkLatency(L.PPInter) + Send / linkBandwidth(L.PPInter) + Gather);
+  }
+  double TMicro = TStage + P2P;
+  double Slots = double(PC.M) + double(PC.P - 1) / PC.V;
+  E.Bubble = PC.P > 1 ? double(PC.P - 1) / (PC.V * PC.M + PC.P - 1) : 0;
+  E.BubbleSeconds = TMicro * double(PC.P - 1) / PC.V;
+  E.ComputeSeconds = (TStage - A.TP) * PC.M;
+  E.RecomputeSeconds = A.Rec * PC.M;
+  E.TPSeconds = A.TP * PC.M;
+  E.P2PSeconds = P2P * PC.M;
+  return TMicro * Slots;
+}
+
+double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, PlanEval &E) const {
+  // Memory of the fullest stage.
+  double WorstMem = 0, WorstParams = 0, WorstAct = 0, WorstParamCount = 0;
+  OptimizerCost O = optimizerCost(Cfg.Opt);
+  double Master = Mixed ? 4 : 0;
+  double PerParam = WBytes / (PC.Zero >= 3 ? PC.D : 1) + WBytes / (PC.Zero >= 2 ? PC.D : 1) +
+                    (Master + O.StateBytesPerParam) / (PC.Zero >= 1 ? PC.D : 1);
+  double Interleave = 1.0 + double(PC.P - 1) / (double(PC.P) * PC.V);
+  bool FullRecomp = PC.Recomp == Config::Recompute::Full;
+  for (unsigned S = 0; S < PC.P; ++S) {
+    double P = A.Params[S] + A.SplitParams[S] / PC.T + A.CopyParams[S] + A.CopySplit[S] / PC.T;
+    // 1F1B: stage s holds p - s micro-batches in flight; interleaving adds
+    // (p-1)/(p v) of a micro-batch's activations (Narayanan et al. 2021).
+    double InFlight = double(PC.P - S);
+    if (PC.V > 1)
+      InFlight *= Interleave;
+    double Act = FullRecomp ? A.Ckpt[S] * InFlight + A.SegMax[S] : A.Act[S] * InFlight;
+    double Mem = P * PerParam + Act;
+    if (Mem > WorstMem) {
+      WorstMem = Mem;
+      WorstParams = P * PerParam;
+      WorstAct = Act;
+      WorstParamCount = P;
+    }
+  }
+  E.MemoryBytes = WorstMem;
+  E.ParamBytes = WorstParams;
+  E.ActivationBytes = WorstAct;
+  if (WorstMem > Dev.MemCapacity) {
+    E.Fits = false;
+    E.Why = formatv("needs {0:F1} GB per device (parameters and optimizer {1:F1}, "
+                    "activations {2:F1}) of {3:F0} GB",
+                    WorstMem / 1e9, WorstParams / 1e9, WorstAct / 1e9, Dev.MemCapacity / 1e9);
+  }
+  return WorstParamCount;
+}
+
+void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
+                         double WorstParamCount, double Pipeline, PlanEval &E) const {
+  // Data parallel: gradients of the fullest stage, ring all-reduce over d.
+  double GradBytes = WorstParamCount * WBytes;
+  E.DPSeconds = collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D,
+                                  linkBandwidth(L.DPInter), linkLatency(L.DPInter)) *
+                (PC.Zero >= 3 ? 1.5 : 1.0);
+  double Hidden = Opts.OverlapGradReduce ? std::min(E.DPSeconds, A.Bwd) : 0.0;
+  E.DPExposedSeconds = E.DPSeconds - Hidden;
+  E.OverlapSlowdownSeconds = Hidden * Opts.OverlapSlowdown;
+  // Shared weights on several stages: their copies' gradients all-reduced
+  // over those stages after the backward (Megatron's embedding all-reduce).
+  for (auto &[Stages, Split, Elems] : A.Tied)
+    E.TiedSyncSeconds += collectiveSeconds(CollectiveKind::AllReduce,
+                                           Elems / (Split ? PC.T : 1) * WBytes, Stages,
+                                           linkBandwidth(L.PPInter), linkLatency(L.PPInter));
+  // Optimizer over the device's parameter share (ZeRO >= 1 shards it).
+  OptimizerCost O = optimizerCost(Cfg.Opt);
+  double UpdateBytes = WorstParamCount *
+                       (2 * (Mixed ? 4 : WBytes) + WBytes + 2 * O.StateBytesPerParam +
+                        (Mixed ? WBytes : 0)) /
+                       (PC.Zero >= 1 ? PC.D : 1);
+  double UpdateFlops = WorstParamCount * O.FlopsPerParam / (PC.Zero >= 1 ? PC.D : 1);
+  E.OptimizerSeconds =
+      placeOnDevice(PhaseCost{UpdateFlops, 0, 0, UpdateBytes}, Dev, DType::Float, Cfg).Seconds;
+  // The input feed, host to device, prefetched behind the step's compute.
+  double Mb = double(PC.MicroBatch);
+  double Feed = Dev.HostLink.present()
+                    ? InputBytes.at(Mb) * PC.M / (Dev.HostLink.Bandwidth) + Dev.HostLink.Latency
+                    : 0;
+  E.FeedExposedSeconds = std::max(0.0, Feed - Pipeline);
+  E.StepSeconds = Pipeline + E.DPExposedSeconds + E.OverlapSlowdownSeconds +
+                  E.TiedSyncSeconds + E.OptimizerSeconds + E.FeedExposedSeconds;
+}
+
+/// Evaluates Cs grouped by what they share (t, sp, micro-batch, then
+/// recomputation and partition), returning the results in Cs's order.
+std::vector<PlanEval> Planner::evaluateAll(const std::vector<Job> &Jobs) {
+  std::vector<size_t> Order(Jobs.size());
+  std::iota(Order.begin(), Order.end(), size_t(0));
+  auto Key = [](const PlanConfig &C) {
+    return std::make_tuple(C.T, C.SP, C.MicroBatch, int(C.Recomp), C.P * C.V, C.P, C.V);
+  };
+  std::stable_sort(Order.begin(), Order.end(),
+                   [&](size_t A, size_t B) { return Key(Jobs[A].C) < Key(Jobs[B].C); });
+  std::vector<PlanEval> Out(Jobs.size());
+  // Two threads, each with its own workspace, take the groups (t, sp,
+  // micro-batch) of the order one at a time, the next free one as each
+  // finishes. A group's per-position tables cost more than its
+  // configurations on a large graph, and groups differ: halves cut by
+  // configuration count left one thread idle for a third of the 1M-node
+  // search. Jobs of every device count share a group's tables (the single-
+  // device baseline and a scaling study reuse the search's). What the
+  // threads share is read only: the tensor-parallel plans are made first.
+  // Each configuration's result does not depend on which workspace
+  // evaluates it, nor on what else is evaluated.
+  auto GroupOf = [&](size_t I) {
+    return std::make_tuple(Jobs[I].C.T, Jobs[I].C.SP, Jobs[I].C.MicroBatch);
+  };
+  std::vector<size_t> Starts;
+  for (size_t K = 0; K < Order.size(); ++K)
+    if (K == 0 || GroupOf(Order[K]) != GroupOf(Order[K - 1]))
+      Starts.push_back(K);
+  Starts.push_back(Order.size());
+  std::atomic<size_t> Next{0};
+  auto Run = [&](Workspace &W) {
+    for (size_t G = Next++; G + 1 < Starts.size(); G = Next++)
+      for (size_t K = Starts[G]; K < Starts[G + 1]; ++K)
+        Out[Order[K]] = evaluate(W, Jobs[Order[K]].C, Jobs[Order[K]].N);
+  };
+  std::thread Second;
+  if (Starts.size() > 2 && Order.size() >= 64) {
+    for (const Job &J : Jobs)
+      (void)tpPlan(J.C.T, J.C.SP);
+    sizeWorkspace(Work[1]);
+    try {
+      Second = std::thread(Run, std::ref(Work[1]));
+    } catch (const std::system_error &) {
+    }
+  }
+  Run(Work[0]);
+  if (Second.joinable())
+    Second.join();
+  return Out;
+}
+
+} // namespace ridge::plan

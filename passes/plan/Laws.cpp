@@ -1,0 +1,19 @@
+//===- Laws.cpp - laws.md's collective and Amdahl formulas ---------------===//
+#include "passes/plan/Planner.h"
+
+using namespace ridge;
+
+double ridge::collectiveSeconds(CollectiveKind K, double Bytes, unsigned N, double Bandwidth,
+                                double Latency) {
+  if (N <= 1 || Bytes <= 0)
+    return 0;
+  double Steps = N - 1;
+  double Factor = Steps / N;
+  if (K == CollectiveKind::AllReduce) {
+    Factor *= 2; // reduce-scatter then all-gather
+    Steps *= 2;
+  }
+  return Steps * Latency + Factor * Bytes / Bandwidth;
+}
+
+double ridge::amdahlSpeedup(double P, double S) { return 1.0 / ((1.0 - P) + P / S); }

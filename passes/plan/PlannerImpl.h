@@ -1,0 +1,466 @@
+//===- PlannerImpl.h - The planner's tables and steps ----------*- C++ -*-===//
+//
+// Internal to passes/plan/. The planner (Planner) prepares per-position
+// costs of the model (Prepare.cpp), propagates tensor-parallel shardings
+// (TensorParallel.cpp), enumerates configurations (Enumerate.cpp), balances
+// pipeline stages (StageBalance.cpp), evaluates each configuration
+// (Evaluate.cpp) and recommends the fastest that fits (Recommend.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_PLAN_PLANNERIMPL_H
+#define RIDGE_PASSES_PLAN_PLANNERIMPL_H
+
+#include "passes/plan/Planner.h"
+#include "passes/cost/CostModel.h"
+#include "analyzer/Format.h"
+#include "passes/roofline/Roofline.h"
+#include "passes/cost/TrainingStep.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/bit.h"
+#include "llvm/Support/FormatVariadic.h"
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+namespace ridge::plan {
+
+using llvm::formatv;
+
+
+/// A quantity affine in the micro-batch size b: A + B * b, from its values
+/// at b = 1 and b = 2.
+struct Affine {
+  double A = 0, B = 0;
+  static Affine fit(double At1, double At2) { return {2 * At1 - At2, At2 - At1}; }
+  double at(double Mb) const { return std::max(0.0, A + B * Mb); }
+  Affine &operator+=(const Affine &O) {
+    A += O.A;
+    B += O.B;
+    return *this;
+  }
+};
+
+struct AffinePhase {
+  Affine Flops, Macs, Transc, Bytes;
+  static AffinePhase fit(const PhaseCost &P1, const PhaseCost &P2) {
+    return {Affine::fit(P1.Flops, P2.Flops), Affine::fit(P1.Macs, P2.Macs),
+            Affine::fit(P1.Transcendentals, P2.Transcendentals),
+            Affine::fit(P1.Bytes, P2.Bytes)};
+  }
+  PhaseCost at(double Mb, double Scale) const {
+    return {Flops.at(Mb) * Scale, Macs.at(Mb) * Scale, Transc.at(Mb) * Scale,
+            Bytes.at(Mb) * Scale};
+  }
+  AffinePhase &operator+=(const AffinePhase &O) {
+    Flops += O.Flops;
+    Macs += O.Macs;
+    Transc += O.Transc;
+    Bytes += O.Bytes;
+    return *this;
+  }
+};
+
+/// One position of the main graph's topological order, with the costs of
+/// any subgraph it holds: what decides its times (its memory terms and
+/// recomputation flags are in the planner's per-position tables).
+struct Position {
+  const Node *N = nullptr;
+  AffinePhase Fwd, Bwd;
+  bool NeedsBackward = false;
+  DType Type = DType::Float;
+};
+
+/// A tensor-parallel collective's kind and full tensor bytes.
+struct CollectiveCost {
+  CollectiveKind Kind;
+  Affine Bytes;
+};
+
+/// What one tensor-parallel degree (and sequence-parallel choice) implies:
+/// its sharding and what the search derives from it. Nothing in it depends
+/// on the degree, so a degree whose propagation would repeat a larger one's
+/// (ShardingResult::AllDivisible) shares that degree's plan.
+struct TPPlan {
+  ShardingResult Sharding;
+  std::vector<uint8_t> SplitU8;    ///< Sharding.Split, one byte a position
+  /// Per position: its slot, 2 class + split (positions of one slot take
+  /// equal times in every group); UsedSlots lists each slot once.
+  std::vector<uint32_t> SlotOf, UsedSlots;
+  bool AnySplit = false; ///< some position is split
+  /// The collectives in order: position and cost (an index into
+  /// Planner::CollCosts); UsedCosts lists the indices used.
+  std::vector<uint32_t> CollPos, CollCost, UsedCosts;
+  std::vector<uint8_t> CollFwd;    ///< per collective: runs in the forward
+  /// Per position: parameters split t ways (kept only when the prefix sums
+  /// below are not exact: stageAgg then sums it position by position).
+  std::vector<double> SplitParams;
+  /// Prefix sums of the unsplit (Params - SplitParams) and split parameters;
+  /// Exact when every partial sum is exact (so a stage's sum in any order
+  /// equals the difference of two prefixes).
+  std::vector<double> PreOwn, PreSplit;
+  bool ParamsExact = false;
+};
+
+// The search evaluates thousands of configurations on graphs of up to
+// millions of positions; it produces exactly what summing every quantity
+// position by position, configuration by configuration, would:
+//  - a Group holds what depends on (micro-batch, t, sp) only: each
+//    position's times (positions with equal costs share one roofline
+//    placement, a slot), the FLOP sums, and for each recomputation mode the
+//    running sum of the positions' costs (the balance's prefix), all summed
+//    in position order as before;
+//  - a StageAgg holds what a partition (recomputation, p, v) adds: the
+//    chunk ends, the slowest stage's times and each stage's memory terms;
+//    the ZeRO stages (and d) only enter evaluate()'s O(p) tail;
+//  - a stage's time must be its position-by-position sum, bit for bit:
+//    prefix differences bound each stage's time, and only the stages that
+//    can be the slowest are summed (once per distinct sequence of costs);
+//  - parameter and activation sums are whole numbers of bytes (or halves,
+//    quarters ... under a power-of-two t): while no partial sum rounds, a
+//    prefix difference is the exact sum; otherwise they are summed position
+//    by position as before.
+
+/// What the search needs of one partition (micro-batch, t, sp,
+/// recomputation, p, v): the slowest stage's times and each stage's memory
+/// terms, as evaluate() sums them position by position.
+struct StageAgg {
+  unsigned Slowest = 0;
+  double Time = 0, Bwd = 0, TP = 0, Rec = 0; ///< of the slowest stage
+  double MaxBoundary = 0;
+  std::vector<double> Params, SplitParams, Act, Ckpt, SegMax; ///< per stage
+  /// Copies of shared weights held by stages other than their owner's
+  /// (unsplit, and split t ways), per stage.
+  std::vector<double> CopyParams, CopySplit;
+  /// Each shared weight the partition puts on several stages: how many
+  /// stages hold it, whether it is split t ways, its elements.
+  std::vector<std::tuple<unsigned, bool, double>> Tied;
+};
+
+/// Everything that depends on (micro-batch, t, sp) only, per position; [R]
+/// by recomputation (none, selective, full).
+struct Group {
+  bool Valid = false;
+  int64_t B = 0;
+  unsigned T = 0;
+  bool SP = false;
+  const TPPlan *TP = nullptr;
+  /// Per position: its slot (TPPlan::SlotOf), whose forward and backward
+  /// times are SlotTF and SlotTB (positions of one class and split have
+  /// equal times; a table per position cost 16 bytes a position to write
+  /// and read again for every group of a million-position graph).
+  const uint32_t *SlotOf = nullptr;
+  std::vector<double> SlotTF, SlotTB;
+  /// Per position: TP collectives, and of which forward (replayed by full
+  /// recomputation). Zero but at TP's collectives (each group clears the
+  /// last one's: a full clear wrote 16 bytes a position).
+  std::vector<double> TPT, TPF;
+  /// Prefix[k]: the costs of positions 0 .. k-1 summed in order (cost():
+  /// forward + backward + recompute + TP).
+  std::vector<double> Prefix[3];
+  std::vector<double> Collapsed[3]; ///< Prefix at the stage boundaries (for balance)
+  bool Bounded[3] = {false, false, false}; ///< every cost finite and non-negative
+  /// Position Q's forward and backward time.
+  double tf(size_t Q) const { return SlotTF[SlotOf[Q]]; }
+  double tb(size_t Q) const { return SlotTB[SlotOf[Q]]; }
+  /// Position Q's cost under recomputation R (Flag: the positions it
+  /// replays), computed as group() sums it into Prefix[R], bit for bit.
+  double cost(int R, const uint8_t *Flag, size_t Q) const {
+    double TF = tf(Q), Rec = R == 0 || !Flag[Q] ? 0 : R == 1 ? TF : TF + TPF[Q];
+    double X = TF + tb(Q) + Rec;
+    return X += TPT[Q];
+  }
+  double MaxSeg[3][2];                     ///< largest segment of Prefix, Collapsed (-1: not yet)
+  std::map<unsigned, std::vector<size_t>> Ends[3]; ///< by chunk count
+  double TotBwd = 0, TotTP = 0, TotRec[3] = {0, 0, 0}; ///< over all positions, in order
+  double ModelFlops = 0, MatrixFlops[3] = {0, 0, 0};
+  size_t TPCount = 0;
+  // Activation terms (Saved, SavedSelective, Checkpoint at cuts, each times
+  // its activation scale) as prefix sums, and whether those are exact (so a
+  // stage's sum in any order is the difference of two prefixes).
+  std::vector<double> PreA, PreAS;
+  /// The checkpoint terms' prefix sums over the cuts alone (they are zero
+  /// elsewhere): PreCk[k] sums those of CutPos[0 .. k-1].
+  std::vector<double> PreCk;
+  bool AExact = false, ASExact = false, CkExact = false;
+  std::vector<double> SegSum; ///< PreA between consecutive cuts
+  std::map<std::array<unsigned, 3>, StageAgg> Aggs; ///< by (recompute, p, v)
+};
+
+/// Affine terms that are whole numbers (bytes): their values at an integer
+/// micro-batch, scaled by a power of two, sum exactly while the magnitudes
+/// stay below 2^52 units.
+struct IntegralTerms {
+  bool Integral = true;
+  double SumAbsA = 0, SumAbsB = 0;
+  void add(const Affine &X) {
+    Integral &= std::isfinite(X.A) && std::isfinite(X.B) && X.A == std::trunc(X.A) &&
+                X.B == std::trunc(X.B);
+    SumAbsA += std::fabs(X.A);
+    SumAbsB += std::fabs(X.B);
+  }
+  /// Exact at micro-batch Mb with every term times 1 or 2^-Shift.
+  bool exactAt(double Mb, int Shift) const {
+    return Integral && Shift >= 0 &&
+           (SumAbsA + SumAbsB * Mb) * (1 + 1e-6) <= std::ldexp(1.0, 52 - Shift);
+  }
+};
+
+class Planner {
+public:
+  Planner(const Config &Cfg, const PlanOptions &O, DiagnosticEngine &Diags)
+      : Cfg(Cfg), Opts(O), Diags(Diags), Dev(*Cfg.Dev) {}
+  ~Planner() {
+    if (Worker.joinable())
+      Worker.join();
+  }
+
+  llvm::Error prepare(const BatchLoader &Load);
+  llvm::Expected<PlanResult> search();
+
+private:
+  /// The graph and its costs at one micro-batch, as prepare() reads them.
+  struct BatchSide {
+    std::unique_ptr<Model> M;
+    CostResult C;
+    RecomputePlan Full, Sel;
+    std::vector<PhaseCost> F, B;
+    std::vector<double> S, SS, Ck, Live;
+    double In = 0;                  ///< graph input bytes
+    size_t NumNodes = 0, NumValues = 0;
+    std::vector<bool> Modeled;      ///< micro-batch 2: each cost row's Modeled
+  };
+  struct LoadSync;
+  /// prepare()'s steps: load and cost micro-batch I + 1 (micro-batch 1 is
+  /// kept as M1 and C1, micro-batch 2 as numbers), both at once, check that
+  /// they are the same graph, fit each position's costs as affine in the
+  /// micro-batch, find each parameter's owner, the stage boundaries, and
+  /// the classes of positions with equal costs.
+  llvm::Error loadSide(int I, const BatchLoader &Load, LoadSync &Sync, DiagnosticEngine &D,
+                       bool Timed, BatchSide &X);
+  llvm::Error loadBothBatches(const BatchLoader &Load, BatchSide Sides[2]);
+  llvm::Error checkSameGraph(const BatchSide Sides[2]);
+  void fitPositions(BatchSide Sides[2]);
+  void assignParameters();
+  void findBoundaries();
+  void classifyPositions();
+
+  const Config &Cfg;
+  const PlanOptions &Opts;
+  DiagnosticEngine &Diags;
+  const Device &Dev;
+  std::unique_ptr<Model> M1;
+  /// Byte size of each main-graph value at micro-batch 2, by Value::Id (the
+  /// graph at micro-batch 2 is freed once its costs are summed).
+  std::vector<double> Bytes2;
+  std::vector<Position> Pos;
+  std::vector<Affine> LiveBytes; ///< activation bytes live on boundary k (before position k)
+  /// Stage boundaries: after the last position of each segment between the
+  /// graph's single-tensor cuts (a transformer's layer halves, a CNN's
+  /// blocks), and the end; AllBoundaries when a graph has too few cuts.
+  std::vector<size_t> Boundaries, AllBoundaries;
+  Affine InputBytes;             ///< graph inputs per micro-batch
+  double Params = 0;
+  std::optional<double> FloatBytes; ///< --dtype's bytes (none: as stored)
+  double WBytes = 4;             ///< weights and gradients
+  bool Mixed = false;
+  CostResult C1;                 ///< at micro-batch 1, for sharding
+  std::map<std::pair<unsigned, bool>, TPPlan> TPPlans; ///< propagated (t, sp)
+  /// Each (t, sp) asked for: its own plan or, when its propagation is
+  /// reused, the larger degree's.
+  std::map<std::pair<unsigned, bool>, const TPPlan *> TPPlanOf;
+  unsigned K = 1;                ///< devices per node
+
+  // Compact per-position data for the search.
+  std::vector<uint32_t> ClassOf;        ///< positions with equal costs share a class
+  std::vector<const Position *> ClassRep;
+  std::vector<uint8_t> RecFull, RecSel, Cut;
+  std::vector<Affine> SavedAff, SelAff, CkAff;
+  std::vector<size_t> CutPos;           ///< positions with Cut, ascending
+  std::vector<Affine> CutCk;            ///< CkAff at each of CutPos
+  IntegralTerms SavedInt, SelInt, CkInt;
+  // Trainable parameters in order of position: owner, value, elements.
+  std::vector<uint32_t> ParamPos;
+  std::vector<const Value *> ParamVal;
+  std::vector<double> ParamElems;
+  std::vector<double> PosParams;
+  /// Trainable weights read at more than one position (a tied embedding),
+  /// with those positions, the owner's first. A pipeline that puts them on
+  /// several stages keeps a copy on each and all-reduces their gradients.
+  struct SharedParam {
+    const Value *V;
+    double Elems;
+    std::vector<uint32_t> Readers;
+  };
+  std::vector<SharedParam> Shared;
+  std::vector<CollectiveCost> CollCosts; ///< distinct collectives
+  std::map<std::tuple<unsigned, uint64_t, uint64_t>, uint32_t> CollCostIds; ///< by kind and bytes
+  /// Each collective's index in CollCosts, by tensor and kind (UINT32_MAX:
+  /// none yet); made with the first tensor-parallel plan.
+  using CollCostIndex = std::array<uint32_t, NumCollectiveKinds>;
+  std::optional<ValueMap<CollCostIndex>> CollCostOf;
+  /// What evaluating a configuration writes: one per search thread.
+  struct Workspace {
+    Group G; ///< the current group
+    // Per slot (2 class + split): FLOP terms of the current group, for the
+    // slots its plan uses (their times are in the group).
+    std::vector<double> SlotMF, SlotMM0, SlotMM1;
+    std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
+  };
+  Workspace Work[2];
+  /// Sharding propagations computed ahead on Worker, by (t, sp).
+  std::map<std::pair<unsigned, bool>, std::future<ShardingResult>> Ahead;
+  std::thread Worker;
+
+  /// Sizes W's tables for this graph (a no-op once done). group() calls
+  /// it; evaluateAll calls it first for the second search thread's
+  /// workspace, on the main thread: its heap holds the freed micro-batch 2,
+  /// the search thread's own heap would fault in fresh pages (70 MB for a
+  /// million positions).
+  void sizeWorkspace(Workspace &W);
+  void propagateAhead();
+  void warnSuperlinear();
+  const TPPlan &tpPlan(unsigned T, bool SP);
+  /// The group of (micro-batch B, t, sp), made in W unless W holds it:
+  /// its collectives' and slots' times, the per-position sums and their
+  /// prefixes, the activation prefixes and whether they are exact.
+  Group &group(Workspace &W, int64_t B, unsigned T, bool SP);
+  void sumCollectives(Workspace &W, const TPPlan *Last);
+  void placeSlots(Workspace &W);
+  void sumPositions(Workspace &W);
+  void sumActivations(Group &G);
+  void checkExactSums(Group &G);
+  /// What the partition (recomputation, P stages, V chunks each) of Gr's
+  /// positions adds: the chunk ends, shared weights' copies, the largest
+  /// boundary, the slowest stage's times and each stage's memory terms.
+  const StageAgg &stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, unsigned V);
+  /// One partition being aggregated: its chunk ends and recomputation flags.
+  struct StageView {
+    const Group &Gr;
+    int R;
+    unsigned P, V;
+    const std::vector<size_t> &Ends;
+    const uint8_t *Flag; ///< positions recomputed (null: none)
+    size_t start(unsigned Ch) const { return Ch == 0 ? size_t(0) : Ends[Ch - 1]; }
+  };
+  const std::vector<size_t> &stageEnds(Group &Gr, int R, unsigned Chunks);
+  void tiedCopies(const StageView &S, StageAgg &A);
+  std::vector<unsigned> slowestCandidates(const StageView &S);
+  /// A stage's time and the parts of it evaluate() reports.
+  struct StageSums {
+    double T = 0, B = 0, TP = 0, Rec = 0;
+  };
+  void sumStagesExactly(const StageView &S, unsigned Sa, const unsigned *Sb, StageSums &Xa,
+                        StageSums &Xb);
+  void slowestStageExact(const StageView &S, StageAgg &A);
+  void slowestStageDirect(const StageView &S, StageAgg &A);
+  void stageMemory(const StageView &S, StageAgg &A);
+  /// One configuration on N devices: the pipeline's time, the fullest
+  /// stage's memory, then the gradient reduction, optimizer and input feed.
+  PlanEval evaluate(Workspace &W, const PlanConfig &PC, unsigned N);
+  /// Which of a configuration's groups cross nodes.
+  struct Links {
+    bool TPInter = false, DPInter = false, PPInter = false;
+  };
+  Links linksOf(const PlanConfig &PC) const;
+  /// Returns the pipeline's time (micro-batches and bubble).
+  double evalPipeline(const PlanConfig &PC, const StageAgg &A, const Links &L,
+                      PlanEval &E) const;
+  /// Returns the fullest stage's parameter count.
+  double evalMemory(const PlanConfig &PC, const StageAgg &A, PlanEval &E) const;
+  void evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
+                  double WorstParamCount, double Pipeline, PlanEval &E) const;
+  /// A configuration to evaluate on N devices.
+  struct Job {
+    PlanConfig C;
+    unsigned N;
+  };
+  std::vector<PlanEval> evaluateAll(const std::vector<Job> &Jobs);
+  std::vector<PlanConfig> enumerate(unsigned N, const PlanOptions &O) const;
+
+  double linkBandwidth(bool Inter) const {
+    const LinkSpec &L = Inter ? Dev.InterNode : Dev.IntraNode;
+    const LinkSpec &Other = Inter ? Dev.IntraNode : Dev.InterNode;
+    const LinkSpec &Use = L.present() ? L : Other;
+    return Use.Bandwidth * (Inter ? Dev.EffInterNode : Dev.EffIntraNode);
+  }
+  double linkLatency(bool Inter) const {
+    const LinkSpec &L = Inter ? Dev.InterNode : Dev.IntraNode;
+    return L.present() ? L.Latency : (Inter ? Dev.IntraNode : Dev.InterNode).Latency;
+  }
+  /// A group of Size ranks Stride apart crosses nodes when it spans more
+  /// than one node's devices.
+  bool crossesNodes(unsigned Stride, unsigned Size) const {
+    return Size > 1 && uint64_t(Stride) * Size > K;
+  }
+};
+
+/// Whether sums of a sequence's terms are exact in any order and grouping:
+/// every term is a multiple of 2^MinLsb and the magnitudes sum to at most
+/// 2^52 such units, so every partial sum is representable. Then a stage's
+/// sum taken position by position equals the difference of two prefix sums.
+struct ExactSum {
+  int MinLsb = 1 << 20;
+  double AbsSum = 0;
+  bool Finite = true;
+  void add(double X) {
+    if (X == 0)
+      return;
+    if (!std::isfinite(X)) {
+      Finite = false;
+      return;
+    }
+    uint64_t Bits;
+    std::memcpy(&Bits, &X, sizeof(Bits));
+    int E = int((Bits >> 52) & 0x7ff);
+    uint64_t M = Bits & ((uint64_t(1) << 52) - 1);
+    int Exp = -1074;
+    if (E != 0) {
+      M |= uint64_t(1) << 52;
+      Exp = E - 1075;
+    }
+    MinLsb = std::min(MinLsb, Exp + __builtin_ctzll(M));
+    AbsSum += std::fabs(X);
+  }
+  bool exact() const {
+    if (!Finite || !std::isfinite(AbsSum))
+      return false;
+    return AbsSum == 0 || AbsSum <= std::ldexp(1.0, 52 + MinLsb);
+  }
+};
+
+// Prepare.cpp
+/// Sums each node's costs into the position of its main-graph ancestor.
+void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
+             const RecomputePlan &Sel, std::optional<double> FloatBytes,
+             std::vector<PhaseCost> &Fwd, std::vector<PhaseCost> &Bwd,
+             std::vector<double> &Saved, std::vector<double> &SavedSel,
+             std::vector<double> &Checkpoint);
+/// Activation bytes live on each boundary of the main graph.
+std::vector<double> liveBytes(const Graph &G, std::optional<double> FloatBytes);
+
+// StageBalance.cpp
+/// The largest single segment of a prefix sum (the smallest feasible bound).
+double maxSegment(const std::vector<double> &Prefix);
+/// Chunk ends that balance Seg, the prefix sum collapsed to the Allowed
+/// boundaries, over Chunks chunks (Sorted: Seg non-decreasing, its largest
+/// segment MaxSeg).
+std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
+                            const std::vector<size_t> &Allowed, bool Sorted, double MaxSeg);
+
+// Enumerate.cpp
+/// The divisors of N, ascending.
+std::vector<unsigned> divisors(unsigned N);
+
+} // namespace ridge::plan
+
+#endif
