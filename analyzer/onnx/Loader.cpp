@@ -229,80 +229,68 @@ void inferShapesInProcess(llvm::StringRef File, onnx::ModelProto &Proto,
 /// out-of-range axis). It runs in a child process: the child sends back the
 /// inferred model and its warnings; if it dies or hangs, ridge warns and
 /// keeps the shapes it has.
-void inferShapesWithOnnx(llvm::StringRef File, onnx::ModelProto &Proto, DiagnosticEngine &Diags) {
-  // ridge plan loads on two threads: one fork at a time, and ONNX's schema
-  // registry built here, so that no child inherits it half-built.
-  static std::mutex OneAtATime;
-  std::lock_guard<std::mutex> Lock(OneAtATime);
-  (void)onnx::OpSchemaRegistry::Instance();
-  int Pipe[2];
-  if (pipe(Pipe) != 0) {
-    inferShapesInProcess(File, Proto, Diags);
-    return;
+/// The child's side: infer, then send the warning count, each warning
+/// (length-prefixed) and the model down the pipe. Never returns.
+[[noreturn]] void inferInChild(llvm::StringRef File, onnx::ModelProto &Proto, int Fd) {
+  // The parent reports a crash; the child must not print LLVM's stack dump.
+  for (int Sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM})
+    signal(Sig, SIG_DFL);
+  alarm(120); // a hang is reported like a crash
+  DiagnosticEngine ChildDiags;
+  inferShapesInProcess(File, Proto, ChildDiags);
+  std::string Out;
+  auto Put = [&](llvm::StringRef S) {
+    uint64_t N = S.size();
+    Out.append(reinterpret_cast<const char *>(&N), sizeof N);
+    Out.append(S.data(), S.size());
+  };
+  std::string Count = std::to_string(ChildDiags.warnings().size());
+  Put(Count);
+  for (const std::string &W : ChildDiags.warnings())
+    Put(W);
+  Put(Proto.SerializeAsString());
+  const char *P = Out.data();
+  size_t Left = Out.size();
+  while (Left > 0) {
+    ssize_t W = write(Fd, P, Left);
+    if (W <= 0)
+      _exit(3);
+    P += W;
+    Left -= size_t(W);
   }
-  fflush(nullptr);
-  pid_t Child = fork();
-  if (Child < 0) {
-    close(Pipe[0]);
-    close(Pipe[1]);
-    inferShapesInProcess(File, Proto, Diags);
-    return;
-  }
-  if (Child == 0) {
-    close(Pipe[0]);
-    // The parent reports a crash; the child must not print LLVM's stack dump.
-    for (int Sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM})
-      signal(Sig, SIG_DFL);
-    alarm(120); // a hang is reported like a crash
-    DiagnosticEngine ChildDiags;
-    inferShapesInProcess(File, Proto, ChildDiags);
-    // Message: warning count, each warning (length-prefixed), the model.
-    std::string Out;
-    auto Put = [&](llvm::StringRef S) {
-      uint64_t N = S.size();
-      Out.append(reinterpret_cast<const char *>(&N), sizeof N);
-      Out.append(S.data(), S.size());
-    };
-    std::string Count = std::to_string(ChildDiags.warnings().size());
-    Put(Count);
-    for (const std::string &W : ChildDiags.warnings())
-      Put(W);
-    Put(Proto.SerializeAsString());
-    const char *P = Out.data();
-    size_t Left = Out.size();
-    while (Left > 0) {
-      ssize_t W = write(Pipe[1], P, Left);
-      if (W <= 0)
-        _exit(3);
-      P += W;
-      Left -= size_t(W);
-    }
-    _exit(0);
-  }
-  close(Pipe[1]);
-  std::string In;
+  _exit(0);
+}
+
+/// Everything the child wrote, then its exit status; false (with a warning)
+/// when it crashed or did not finish.
+bool readChild(llvm::StringRef File, pid_t Child, int Fd, std::string &In,
+               DiagnosticEngine &Diags) {
   char Buf[1 << 16];
   for (;;) {
-    ssize_t R = read(Pipe[0], Buf, sizeof Buf);
+    ssize_t R = read(Fd, Buf, sizeof Buf);
     if (R < 0 && errno == EINTR)
       continue;
     if (R <= 0)
       break;
     In.append(Buf, size_t(R));
   }
-  close(Pipe[0]);
+  close(Fd);
   int Status = 0;
   while (waitpid(Child, &Status, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(Status) || WEXITSTATUS(Status) != 0) {
-    Diags.warn(File, WIFSIGNALED(Status)
-                         ? llvm::Twine("ONNX shape inference crashed (signal ") +
-                               llvm::Twine(WTERMSIG(Status)) +
-                               ") on this model; continuing without its shapes"
-                         : llvm::Twine("ONNX shape inference did not finish; continuing "
-                                       "without its shapes"));
-    return;
-  }
+  if (WIFEXITED(Status) && WEXITSTATUS(Status) == 0)
+    return true;
+  Diags.warn(File, WIFSIGNALED(Status)
+                       ? llvm::Twine("ONNX shape inference crashed (signal ") +
+                             llvm::Twine(WTERMSIG(Status)) +
+                             ") on this model; continuing without its shapes"
+                       : llvm::Twine("ONNX shape inference did not finish; continuing "
+                                     "without its shapes"));
+  return false;
+}
+
+/// The child's message: its warnings, then the inferred model into Proto.
+void decodeChildReply(const std::string &In, onnx::ModelProto &Proto, DiagnosticEngine &Diags) {
   size_t Off = 0;
   auto Get = [&](std::string &S) {
     uint64_t N;
@@ -327,6 +315,35 @@ void inferShapesWithOnnx(llvm::StringRef File, onnx::ModelProto &Proto, Diagnost
   }
   if (Get(Model))
     Proto.ParseFromString(Model);
+}
+
+void inferShapesWithOnnx(llvm::StringRef File, onnx::ModelProto &Proto, DiagnosticEngine &Diags) {
+  // ridge plan loads on two threads: one fork at a time, and ONNX's schema
+  // registry built here, so that no child inherits it half-built.
+  static std::mutex OneAtATime;
+  std::lock_guard<std::mutex> Lock(OneAtATime);
+  (void)onnx::OpSchemaRegistry::Instance();
+  int Pipe[2];
+  if (pipe(Pipe) != 0) {
+    inferShapesInProcess(File, Proto, Diags);
+    return;
+  }
+  fflush(nullptr);
+  pid_t Child = fork();
+  if (Child < 0) {
+    close(Pipe[0]);
+    close(Pipe[1]);
+    inferShapesInProcess(File, Proto, Diags);
+    return;
+  }
+  if (Child == 0) {
+    close(Pipe[0]);
+    inferInChild(File, Proto, Pipe[1]);
+  }
+  close(Pipe[1]);
+  std::string In;
+  if (readChild(File, Child, Pipe[0], In, Diags))
+    decodeChildReply(In, Proto, Diags);
 }
 
 /// Inlines calls of model-local functions (as onnx-mlir and onnxruntime

@@ -239,58 +239,77 @@ void emit(const PlanResult &R, const PlanEval &W, const Config &Cfg, llvm::raw_o
   }
 }
 
-} // namespace
+void printPlanJson(const PlanResult &R, const PlanEval *Shown, double Speedup,
+                   llvm::raw_ostream &OS) {
+  llvm::json::Array Top, Rejected, Scaling, Splits;
+  for (size_t I = 0; I < std::min<size_t>(R.Opts.Top, R.Ranked.size()); ++I)
+    Top.push_back(evalJson(R.Ranked[I]));
+  for (auto &[Why, N] : R.RejectReasons)
+    Rejected.push_back(llvm::json::Object{{"reason", Why}, {"count", int64_t(N)}});
+  for (auto &[N, E] : R.Scaling) {
+    llvm::json::Object O = evalJson(E);
+    O["devices"] = N;
+    O["speedup"] = R.SingleDevice.StepSeconds / E.StepSeconds;
+    Scaling.push_back(std::move(O));
+  }
+  for (auto &[Node, Split] : R.WeightSplits)
+    Splits.push_back(llvm::json::Object{{"node", Node}, {"split", Split}});
+  llvm::json::Object Doc{
+      {"schema", "ridge.plan/1"},
+      {"device", R.Dev->Name},
+      {"devices", R.Opts.Devices},
+      {"global_batch", R.Opts.GlobalBatch},
+      {"overlap_grad_reduce", R.Opts.OverlapGradReduce},
+      {"dtype", dtypeName(R.StepType)},
+      {"params", R.Params},
+      {"evaluated", int64_t(R.Evaluated)},
+      {"rejected", std::move(Rejected)},
+      {"single_device", evalJson(R.SingleDevice)},
+      {"top", std::move(Top)},
+      {"weight_splits", std::move(Splits)},
+      {"scaling", std::move(Scaling)},
+      {"warnings", llvm::json::Array(R.Warnings)}};
+  if (R.Fixed)
+    Doc["fixed"] = evalJson(*R.Fixed);
+  if (Shown) {
+    std::optional<double> Serial = serialFraction(Speedup, R.Opts.Devices);
+    Doc["speedup"] = Speedup;
+    Doc["efficiency"] = Speedup / R.Opts.Devices;
+    Doc["serial_fraction"] = Serial ? llvm::json::Value(*Serial) : nullptr;
+    Doc["amdahl_bound"] = Serial && *Serial > 0 ? llvm::json::Value(1.0 / *Serial) : nullptr;
+  }
+  OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+}
 
-void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream &OS) {
-  const PlanEval *Winner = R.Ranked.empty() ? nullptr : &R.Ranked.front();
-  const PlanEval *Shown = R.Fixed ? &*R.Fixed : Winner;
-  if (!R.Opts.Emit.empty()) {
-    if (Shown)
-      emit(R, *Shown, Cfg, OS);
-    return;
-  }
-  double Speedup = Shown ? R.SingleDevice.StepSeconds / Shown->StepSeconds : 0;
-  if (Cfg.Format == OutputFormat::Json) {
-    llvm::json::Array Top, Rejected, Scaling, Splits;
-    for (size_t I = 0; I < std::min<size_t>(R.Opts.Top, R.Ranked.size()); ++I)
-      Top.push_back(evalJson(R.Ranked[I]));
+/// The ranked configurations and the recommended one, explained; false
+/// when none fits.
+bool printRanking(const PlanResult &R, const PlanEval *Winner, double Speedup,
+                  llvm::raw_ostream &OS) {
+  if (!Winner) {
+    OS << "no configuration fits device memory";
     for (auto &[Why, N] : R.RejectReasons)
-      Rejected.push_back(llvm::json::Object{{"reason", Why}, {"count", int64_t(N)}});
-    for (auto &[N, E] : R.Scaling) {
-      llvm::json::Object O = evalJson(E);
-      O["devices"] = N;
-      O["speedup"] = R.SingleDevice.StepSeconds / E.StepSeconds;
-      Scaling.push_back(std::move(O));
-    }
-    for (auto &[Node, Split] : R.WeightSplits)
-      Splits.push_back(llvm::json::Object{{"node", Node}, {"split", Split}});
-    llvm::json::Object Doc{
-        {"schema", "ridge.plan/1"},
-        {"device", R.Dev->Name},
-        {"devices", R.Opts.Devices},
-        {"global_batch", R.Opts.GlobalBatch},
-        {"overlap_grad_reduce", R.Opts.OverlapGradReduce},
-        {"dtype", dtypeName(R.StepType)},
-        {"params", R.Params},
-        {"evaluated", int64_t(R.Evaluated)},
-        {"rejected", std::move(Rejected)},
-        {"single_device", evalJson(R.SingleDevice)},
-        {"top", std::move(Top)},
-        {"weight_splits", std::move(Splits)},
-        {"scaling", std::move(Scaling)},
-        {"warnings", llvm::json::Array(R.Warnings)}};
-    if (R.Fixed)
-      Doc["fixed"] = evalJson(*R.Fixed);
-    if (Shown) {
-      std::optional<double> Serial = serialFraction(Speedup, R.Opts.Devices);
-      Doc["speedup"] = Speedup;
-      Doc["efficiency"] = Speedup / R.Opts.Devices;
-      Doc["serial_fraction"] = Serial ? llvm::json::Value(*Serial) : nullptr;
-      Doc["amdahl_bound"] = Serial && *Serial > 0 ? llvm::json::Value(1.0 / *Serial) : nullptr;
-    }
-    OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
-    return;
+      OS << formatv(" ({0}: {1})", Why, N);
+    OS << "\n";
+    return false;
   }
+  OS << "\nrank  step       TFLOP/s/dev  MFU    memory     configuration\n";
+  for (size_t I = 0; I < std::min<size_t>(R.Opts.Top, R.Ranked.size()); ++I) {
+    const PlanEval &E = R.Ranked[I];
+    OS << formatv("{0,4}  {1,-10} {2,11:F1}  {3,5:P1}  {4,-9}  {5}\n", I + 1,
+                  ms(E.StepSeconds), E.TFlopsPerDevice / 1e12, E.MFU,
+                  siNumber(E.MemoryBytes, "B"), configName(E.C));
+  }
+  OS << "\nrecommended: " << configName(Winner->C) << "\n";
+  OS << formatv("  step {0} vs {1} on one device: speedup {2}, efficiency {3:P1}\n",
+                ms(Winner->StepSeconds), ms(R.SingleDevice.StepSeconds), speedupText(Speedup),
+                Speedup / R.Opts.Devices);
+  printBreakdown(*Winner, OS, "  ");
+  explain(R, *Winner, OS);
+  return true;
+}
+
+void printPlanText(const PlanResult &R, const PlanEval *Winner, double Speedup,
+                   llvm::raw_ostream &OS) {
   OS << formatv("plan: {0} x {1} ({2} per node), global batch {3}, {4}, {5} parameters\n",
                 R.Opts.Devices, R.Dev->Name,
                 R.Opts.DevicesPerNode ? R.Opts.DevicesPerNode : R.Dev->DevicesPerNode,
@@ -304,28 +323,8 @@ void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream 
                   ms(R.Fixed->StepSeconds), R.Fixed->TFlopsPerDevice / 1e12, R.Fixed->MFU,
                   speedupText(Speedup), R.Fixed->Fits ? "" : " -- DOES NOT FIT: " + R.Fixed->Why);
     printBreakdown(*R.Fixed, OS, "  ");
-  }
-  if (!R.Fixed) {
-    if (!Winner) {
-      OS << "no configuration fits device memory";
-      for (auto &[Why, N] : R.RejectReasons)
-        OS << formatv(" ({0}: {1})", Why, N);
-      OS << "\n";
-      return;
-    }
-    OS << "\nrank  step       TFLOP/s/dev  MFU    memory     configuration\n";
-    for (size_t I = 0; I < std::min<size_t>(R.Opts.Top, R.Ranked.size()); ++I) {
-      const PlanEval &E = R.Ranked[I];
-      OS << formatv("{0,4}  {1,-10} {2,11:F1}  {3,5:P1}  {4,-9}  {5}\n", I + 1,
-                    ms(E.StepSeconds), E.TFlopsPerDevice / 1e12, E.MFU,
-                    siNumber(E.MemoryBytes, "B"), configName(E.C));
-    }
-    OS << "\nrecommended: " << configName(Winner->C) << "\n";
-    OS << formatv("  step {0} vs {1} on one device: speedup {2}, efficiency {3:P1}\n",
-                  ms(Winner->StepSeconds), ms(R.SingleDevice.StepSeconds), speedupText(Speedup),
-                  Speedup / R.Opts.Devices);
-    printBreakdown(*Winner, OS, "  ");
-    explain(R, *Winner, OS);
+  } else if (!printRanking(R, Winner, Speedup, OS)) {
+    return;
   }
   if (!R.Scaling.empty()) {
     OS << "\nscaling (same global batch):\n  devices  step        speedup  efficiency  "
@@ -336,6 +335,23 @@ void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream 
                     S / N, configName(E.C));
     }
   }
+}
+
+} // namespace
+
+void ridge::printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream &OS) {
+  const PlanEval *Winner = R.Ranked.empty() ? nullptr : &R.Ranked.front();
+  const PlanEval *Shown = R.Fixed ? &*R.Fixed : Winner;
+  if (!R.Opts.Emit.empty()) {
+    if (Shown)
+      emit(R, *Shown, Cfg, OS);
+    return;
+  }
+  double Speedup = Shown ? R.SingleDevice.StepSeconds / Shown->StepSeconds : 0;
+  if (Cfg.Format == OutputFormat::Json)
+    printPlanJson(R, Shown, Speedup, OS);
+  else
+    printPlanText(R, Winner, Speedup, OS);
 }
 
 void ridge::printLaws(double P, llvm::ArrayRef<double> Speedups, double Bytes, unsigned Ranks,

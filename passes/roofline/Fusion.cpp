@@ -17,55 +17,53 @@ bool joinsProducer(const Node &N) {
   return C == OpClass::ElementWise || C == OpClass::Normalization || C == OpClass::View;
 }
 
-} // namespace
-
-llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
-  auto C = AM.getResult<CostAnalysis>();
-  if (!C)
-    return C.takeError();
-  auto RL = AM.getResult<RooflineAnalysis>();
-  if (!RL)
-    return RL.takeError();
-  const Config &Cfg = AM.config();
-  const Device &D = *RL->Dev;
-  FusionResult R;
-
-  // Each node's row in C: by index for the main graph's nodes (a hash map
-  // of a million node pointers missed the cache at every query), hashed
-  // for the rest (subgraphs).
-  const Graph &Main = *M.Main;
-  std::vector<size_t> MainRow(Main.Nodes.size(), SIZE_MAX);
-  llvm::DenseMap<const Node *, size_t> OtherRow;
-  for (size_t I = 0; I < C->Nodes.size(); ++I) {
-    const Node *N = C->Nodes[I].N;
-    if (N->Parent == &Main)
-      MainRow[N->Index] = I;
-    else
-      OtherRow[N] = I;
+/// Each node's row in the cost result: by index for the main graph's nodes
+/// (a hash map of a million node pointers missed the cache at every query),
+/// hashed for the rest (subgraphs).
+class RowIndex {
+public:
+  RowIndex(const Graph &Main, const CostResult &C) : Main(Main), MainRow(Main.Nodes.size(), SIZE_MAX) {
+    for (size_t I = 0; I < C.Nodes.size(); ++I) {
+      const Node *N = C.Nodes[I].N;
+      if (N->Parent == &Main)
+        MainRow[N->Index] = I;
+      else
+        OtherRow[N] = I;
+    }
   }
-  auto RowOf = [&](const Node *N) -> std::optional<size_t> {
+  std::optional<size_t> rowOf(const Node *N) const {
     if (N->Parent == &Main)
       return MainRow[N->Index] == SIZE_MAX ? std::nullopt : std::optional(MainRow[N->Index]);
     auto It = OtherRow.find(N);
     return It == OtherRow.end() ? std::nullopt : std::optional(It->second);
-  };
-  // Union into the producer's group: Group[i] is the group id of node i.
-  std::vector<size_t> Group(C->Nodes.size());
+  }
+
+private:
+  const Graph &Main;
+  std::vector<size_t> MainRow;
+  llvm::DenseMap<const Node *, size_t> OtherRow;
+};
+
+/// Unions each element-wise, normalization or view node into its producer's
+/// group (one producer edge per op: a chain, as loop fusion builds). Group[i]
+/// is node i's group id; Interior[i] the tensor that joined it (written by
+/// one member, read only by another), if any.
+void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<size_t> &Group,
+                 std::vector<const Value *> &Interior) {
+  Group.resize(C.Nodes.size());
   for (size_t I = 0; I < Group.size(); ++I)
     Group[I] = I;
-  // Interior tensors: written by one member, read only by another (the
-  // one that joined its producer's group through it; at most one a node).
-  std::vector<const Value *> Interior(C->Nodes.size(), nullptr);
-  for (size_t I = 0; I < C->Nodes.size(); ++I) {
-    const NodeCost &NC = C->Nodes[I];
+  Interior.assign(C.Nodes.size(), nullptr);
+  for (size_t I = 0; I < C.Nodes.size(); ++I) {
+    const NodeCost &NC = C.Nodes[I];
     if (!NC.Modeled || !joinsProducer(*NC.N))
       continue;
     for (const Value *In : NC.N->Inputs) {
       if (!In || !In->Producer || In->IsGraphOutput || In->Users.size() != 1 ||
           In->Producer->Parent != NC.N->Parent)
         continue;
-      std::optional<size_t> P = RowOf(In->Producer);
-      if (!P || !C->Nodes[*P].Modeled)
+      std::optional<size_t> P = Rows.rowOf(In->Producer);
+      if (!P || !C.Nodes[*P].Modeled)
         continue;
       const Node &Prod = *In->Producer;
       const OpRule *PR = findOpRule(Prod.Domain, Prod.OpType);
@@ -76,22 +74,25 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
       // when a real consumer of the view's output joins the group too.
       if (opClass(*findOpRule(NC.N->Domain, NC.N->OpType)) != OpClass::View)
         Interior[I] = In;
-      break; // one producer edge per op: a chain, as loop fusion builds
+      break;
     }
   }
-  // Collect groups in program order (a group's id is its first member's
-  // index: numbering ids as they first appear is program order), one
-  // FusionGroup per group, not per node.
-  std::vector<uint32_t> Slot(C->Nodes.size(), UINT32_MAX);
+}
+
+/// The groups in program order (a group's id is its first member's index:
+/// numbering ids as they first appear is program order), one FusionGroup
+/// per group, not per node, with its members' summed costs.
+std::vector<FusionGroup> gatherGroups(const CostResult &C, const std::vector<size_t> &Group) {
+  std::vector<uint32_t> Slot(C.Nodes.size(), UINT32_MAX);
   std::vector<size_t> Ids;
-  for (size_t I = 0; I < C->Nodes.size(); ++I)
+  for (size_t I = 0; I < C.Nodes.size(); ++I)
     if (Slot[Group[I]] == UINT32_MAX) {
       Slot[Group[I]] = uint32_t(Ids.size());
       Ids.push_back(Group[I]);
     }
   std::vector<FusionGroup> ById(Ids.size());
-  for (size_t I = 0; I < C->Nodes.size(); ++I) {
-    const NodeCost &NC = C->Nodes[I];
+  for (size_t I = 0; I < C.Nodes.size(); ++I) {
+    const NodeCost &NC = C.Nodes[I];
     FusionGroup &G = ById[Slot[Group[I]]];
     G.Members.push_back(I);
     G.Multiplier = NC.Multiplier;
@@ -99,24 +100,48 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     G.Bwd += NC.Bwd;
     G.NeedsBackward |= NC.NeedsBackward;
   }
-  for (size_t K = 0; K < ById.size(); ++K) {
-    FusionGroup &G = ById[K];
-    for (size_t I : G.Members) { // in order: as the group's tensors joined
-      const Value *V = Interior[I];
-      if (!V)
-        continue;
-      double B = valueBytes(V, floatBytes(Cfg));
-      G.Fwd.Bytes -= 2 * B;
-      if (G.NeedsBackward)
-        G.Bwd.Bytes -= 2 * B; // its gradient is written and read inside too
-      G.SavedBytes += (G.NeedsBackward ? 4 : 2) * B;
-    }
-    G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
-    G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
-    DType Ty = RL->Nodes[G.Members.front()].Type;
-    G.FwdTime = placeOnDevice(G.Fwd, D, Ty, Cfg);
+  return ById;
+}
+
+/// A group's bytes without its interior tensors (and their gradients), its
+/// saved bytes, and its times on the device.
+void fuseGroup(FusionGroup &G, const std::vector<const Value *> &Interior,
+               const RooflineResult &RL, const Config &Cfg) {
+  for (size_t I : G.Members) { // in order: as the group's tensors joined
+    const Value *V = Interior[I];
+    if (!V)
+      continue;
+    double B = valueBytes(V, floatBytes(Cfg));
+    G.Fwd.Bytes -= 2 * B;
     if (G.NeedsBackward)
-      G.BwdTime = placeOnDevice(G.Bwd, D, Ty, Cfg);
+      G.Bwd.Bytes -= 2 * B; // its gradient is written and read inside too
+    G.SavedBytes += (G.NeedsBackward ? 4 : 2) * B;
+  }
+  G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
+  G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
+  DType Ty = RL.Nodes[G.Members.front()].Type;
+  G.FwdTime = placeOnDevice(G.Fwd, *RL.Dev, Ty, Cfg);
+  if (G.NeedsBackward)
+    G.BwdTime = placeOnDevice(G.Bwd, *RL.Dev, Ty, Cfg);
+}
+
+} // namespace
+
+llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  auto RL = AM.getResult<RooflineAnalysis>();
+  if (!RL)
+    return RL.takeError();
+  const Config &Cfg = AM.config();
+  FusionResult R;
+  RowIndex Rows(*M.Main, *C);
+  std::vector<size_t> Group;
+  std::vector<const Value *> Interior;
+  unionChains(*C, Rows, Group, Interior);
+  for (FusionGroup &G : gatherGroups(*C, Group)) {
+    fuseGroup(G, Interior, *RL, Cfg);
     R.BytesAfter += (G.Fwd.Bytes + G.Bwd.Bytes) * G.Multiplier;
     R.StepSecondsAfter += (G.FwdTime.Seconds + G.BwdTime.Seconds) * G.Multiplier;
     if (G.Members.size() > 1) {
