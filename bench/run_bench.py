@@ -56,8 +56,6 @@ FRESH = """
 import mmap, resource, sys, time
 n = 1 << 30
 m = mmap.mmap(-1, n)
-if sys.argv[1] == "thp":
-    m.madvise(mmap.MADV_HUGEPAGE)
 r0 = resource.getrusage(resource.RUSAGE_SELF)
 for i in range(0, n, 4096):
     m[i] = 1
@@ -66,11 +64,11 @@ print(r1.ru_stime - r0.ru_stime)
 """
 
 
-def fresh_memory_cost(pages):
+def fresh_memory_cost():
     """System seconds to touch 1 GiB of fresh anonymous memory, per MiB:
     what the kernel (and under a VM, the host) spends supplying zeroed
     pages, which ridge pays for every byte it allocates once."""
-    out = subprocess.run([PY, "-c", FRESH, pages], check=True, capture_output=True, text=True)
+    out = subprocess.run([PY, "-c", FRESH], check=True, capture_output=True, text=True)
     return float(out.stdout) * 1000 / 1024
 
 
@@ -150,10 +148,12 @@ def main():
             head = f"\n1M / 100k nodes, {what}: " if not label else label
             print(f"{head}{b / s:.1f}x wall ({b:.3f} s against {s:.3f} s), {bu / su:.1f}x user "
                   f"time; system time {bs:.2f} s against {ss:.2f} s", flush=True)
+        rss = summarize(after_self[big] + after_prev[big])[1]
+        print(f"  peak RSS at 1M nodes: {rss / 1e6:.0f} bytes a node", flush=True)
     # What fresh memory costs here, in the same run (it varies between runs
     # on a VM whose host supplies memory on first touch).
-    print(f"\nfresh memory on this machine: {fresh_memory_cost('4k'):.2f} ms/MiB on 4 KiB pages, "
-          f"{fresh_memory_cost('thp'):.2f} ms/MiB on huge pages (system time, 1 GiB touched)")
+    print(f"\nfresh memory on this machine: {fresh_memory_cost():.2f} ms/MiB "
+          f"(system time, 1 GiB touched)")
 
 
 main()
