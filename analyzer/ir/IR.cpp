@@ -30,12 +30,7 @@ std::string Shape::str() const {
   for (size_t I = 0; I < Dims.size(); ++I) {
     if (I)
       S += ',';
-    if (Dims[I].isKnown())
-      S += std::to_string(Dims[I].extent());
-    else if (!Dims[I].symbol().empty())
-      S += Dims[I].symbol().name();
-    else
-      S += '?';
+    S += Dims[I].str();
   }
   return S + "]";
 }
@@ -100,15 +95,19 @@ Value *Graph::lookup(llvm::StringRef N) const {
   return nullptr;
 }
 
-DimSymbol DimSymbol::get(llvm::StringRef S) {
-  DimSymbol D;
+llvm::StringRef ridge::internString(llvm::StringRef S) {
   if (S.empty())
-    return D;
+    return {};
   static std::mutex Lock;
   static llvm::StringSet<> Pool; // entries never move
   std::lock_guard<std::mutex> Hold(Lock);
-  D.E = &*Pool.insert(S).first;
-  return D;
+  return Pool.insert(S).first->getKey();
+}
+
+std::string Dim::str() const {
+  if (isKnown())
+    return std::to_string(extent());
+  return isSymbolic() ? expr()->str() : "?";
 }
 
 std::string Node::qualifiedOpType() const {

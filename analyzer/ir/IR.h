@@ -9,6 +9,7 @@
 #define RIDGE_ANALYZER_IR_IR_H
 
 #include "analyzer/ir/DType.h"
+#include "analyzer/symbolic/Expr.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -30,35 +31,15 @@ namespace ridge {
 class Graph;
 class Node;
 
-/// A dim_param's one copy for the whole run (thread-safe; never freed): a
-/// single pointer however many shapes carry it, equal exactly when the
-/// names are.
-class DimSymbol {
-public:
-  DimSymbol() = default;
-  /// The interned copy of S; none for an empty S.
-  static DimSymbol get(llvm::StringRef S);
-  bool empty() const { return !E; }
-  llvm::StringRef name() const {
-    return E ? static_cast<const llvm::StringMapEntry<std::nullopt_t> *>(E)->getKey()
-             : llvm::StringRef();
-  }
-  std::string str() const { return name().str(); }
-  operator llvm::StringRef() const { return name(); }
-  bool operator==(const DimSymbol &O) const { return E == O.E; }
+/// S's one copy for the whole run (thread-safe; never freed): op types and
+/// domains, interned by the importer so that a graph's nodes share them.
+llvm::StringRef internString(llvm::StringRef S);
 
-private:
-  friend class Dim;
-  const void *E = nullptr; ///< the pool's entry
-};
-
-/// S's interned copy (DimSymbol::get(S).name()).
-inline llvm::StringRef internSymbol(llvm::StringRef S) { return DimSymbol::get(S).name(); }
-
-/// One dimension: a known extent, a named symbol (dim_param), or unknown.
-/// Eight bytes, so that a shape's four inline dims take 32 (a value is 152
-/// bytes, not 184): a known extent is stored as itself, a symbol as its
-/// interned entry's address negated (at most -4096), unknown as -1.
+/// One dimension: a known extent, a symbolic expression of the model's
+/// symbols (a dim_param "batch", or "2*seq", "floor((W + 1)/2) - 1"), or
+/// unknown. Eight bytes, so that a shape's four inline dims take 32: a known
+/// extent is stored as itself, an expression as its interned node's address
+/// negated (at most -4096), unknown as -1. Equal dims are equal words.
 class Dim {
 public:
   Dim() = default;
@@ -68,25 +49,41 @@ public:
     D.Raw = N >= 0 ? N : -1;
     return D;
   }
-  static Dim symbolic(llvm::StringRef S) { return symbolic(DimSymbol::get(S)); }
-  /// Unknown when S is empty.
-  static Dim symbolic(DimSymbol S) {
+  /// The symbol named S (a dim_param); unknown when S is empty.
+  static Dim symbolic(llvm::StringRef S) { return S.empty() ? Dim() : of(sym::symbol(S)); }
+  /// E as a dim: a constant >= 0 is known; nullptr or a negative constant
+  /// is unknown.
+  static Dim of(sym::ExprRef E) {
     Dim D;
-    if (S.E)
-      D.Raw = -int64_t(reinterpret_cast<uintptr_t>(S.E));
+    if (!E)
+      return D;
+    if (std::optional<int64_t> C = E->constant())
+      return known(*C);
+    D.Raw = -int64_t(reinterpret_cast<uintptr_t>(E));
     return D;
   }
   bool isKnown() const { return Raw >= 0; }
   /// >= 0 when known, else -1.
   int64_t extent() const { return Raw >= 0 ? Raw : -1; }
-  /// The dim_param when not known; may be empty.
-  DimSymbol symbol() const {
-    DimSymbol S;
-    if (Raw < -1)
-      S.E = reinterpret_cast<const void *>(uintptr_t(-Raw));
-    return S;
+  /// Not a number but an expression of symbols.
+  bool isSymbolic() const { return Raw < -1; }
+  /// Known or symbolic.
+  bool isDetermined() const { return Raw != -1; }
+  /// The dim as an expression: a constant when known, nullptr when unknown.
+  sym::ExprRef expr() const {
+    if (Raw >= 0)
+      return sym::constant(Raw);
+    return Raw < -1 ? reinterpret_cast<sym::ExprRef>(uintptr_t(-Raw)) : nullptr;
   }
+  /// The symbol's name when the dim is exactly one symbol; else empty.
+  llvm::StringRef symbolName() const {
+    sym::ExprRef E = Raw < -1 ? expr() : nullptr;
+    return E && E->kind() == sym::Expr::Kind::Symbol ? E->name() : llvm::StringRef();
+  }
+  /// "128", "batch", "2*seq", "?".
+  std::string str() const;
   bool operator==(const Dim &O) const { return Raw == O.Raw; }
+  bool operator!=(const Dim &O) const { return Raw != O.Raw; }
 
 private:
   int64_t Raw = -1;
@@ -102,7 +99,7 @@ struct Shape {
   /// Number of elements as a double: exact below 2^53, never wraps around
   /// (dims up to 2^62 multiply safely). nullopt when a dim is not known.
   std::optional<double> numElements() const;
-  /// "[N,128,7]"; "?" for an unknown dim.
+  /// "[N,128,7]", "[batch,2*seq]"; "?" for an unknown dim.
   std::string str() const;
 };
 
@@ -217,7 +214,7 @@ class Node {
 public:
   std::string Name; ///< may be empty in the file; the importer names it
   /// The op type and domain ("" for the default ai.onnx domain), interned
-  /// for the whole run (internSymbol): a graph has few distinct ones, and a
+  /// for the whole run (internString): a graph has few distinct ones, and a
   /// string each cost a million-node graph 64 MB a load.
   llvm::StringRef OpType;
   llvm::StringRef Domain;

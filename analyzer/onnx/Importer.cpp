@@ -193,7 +193,7 @@ private:
   llvm::StringRef ModelDir;
   DiagnosticEngine &Diags;
 
-  /// Op types and domains seen, interned (internSymbol takes a lock; this
+  /// Op types and domains seen, interned (internString takes a lock; this
   /// import's own table does not).
   llvm::StringMap<llvm::StringRef> Interned;
 
@@ -203,7 +203,7 @@ private:
       return {};
     auto [It, New] = Interned.try_emplace(S);
     if (New)
-      It->second = internSymbol(S);
+      It->second = internString(S);
     return It->second;
   }
 

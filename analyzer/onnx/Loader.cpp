@@ -174,24 +174,26 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
   for (const auto &[Name, N] : Opts.DimBindings)
     Bindings[Name] = N;
   llvm::StringSet<> Used;
+  auto Bind = [&](llvm::StringRef Name) -> std::optional<int64_t> {
+    auto It = Bindings.find(Name);
+    if (It == Bindings.end())
+      return std::nullopt;
+    Used.insert(Name);
+    return It->second;
+  };
   for (Value &V : G.Values)
     if (V.Shp)
       for (Dim &D : V.Shp->Dims)
-        if (!D.isKnown() && !D.symbol().empty()) {
-          auto It = Bindings.find(D.symbol());
-          if (It != Bindings.end()) {
-            Used.insert(D.symbol());
-            D = Dim::known(It->second);
-          }
-        }
+        if (D.isSymbolic())
+          D = Dim::of(sym::substitute(D.expr(), Bind));
   for (const auto &[Name, N] : Opts.DimBindings)
     if (!Used.contains(Name)) {
       std::set<std::string> Symbols;
       for (const Value *V : G.Inputs)
         if (V->Shp)
           for (const Dim &D : V->Shp->Dims)
-            if (!D.isKnown() && !D.symbol().empty())
-              Symbols.insert(D.symbol().str());
+            for (std::string &S : sym::symbols(D.expr()))
+              Symbols.insert(std::move(S));
       std::string List;
       for (const auto &S : Symbols)
         List += (List.empty() ? "" : ", ") + S;
@@ -508,8 +510,8 @@ void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
       ++Count;
       if (V->Shp)
         for (const Dim &D : V->Shp->Dims)
-          if (!D.isKnown() && !D.symbol().empty())
-            Symbols.insert(D.symbol().str());
+          for (std::string &S : sym::symbols(D.expr()))
+            Symbols.insert(std::move(S));
       if (Items.size() < 8)
         Items.push_back(formatv("'{0}' ({1} output, {2})", V->Name, N.OpType,
                                 V->Shp ? "dims " + V->Shp->str() : "rank unknown")
@@ -767,9 +769,8 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
     if (!N.trim().empty())
       Batched.push_back(N.trim().str());
   bool Named = !Batched.empty();
-  if (!Named && !Inputs.empty() && !Inputs.front()->Dims[0].isKnown() &&
-      !Inputs.front()->Dims[0].symbol().empty())
-    Batched.push_back(Inputs.front()->Dims[0].symbol().str());
+  if (!Named && !Inputs.empty() && !Inputs.front()->Dims[0].symbolName().empty())
+    Batched.push_back(Inputs.front()->Dims[0].symbolName().str());
   for (const auto &[Name, N] : Opts.DimBindings)
     if (llvm::is_contained(Batched, Name))
       return fileError(Src.path(), formatv("--dim {0}: '{0}' is the batch dimension, which "
@@ -779,7 +780,7 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   for (ModelSource::Input &In : Declared)
     for (Dim &D : In.Dims)
       for (const auto &[Name, N] : Opts.DimBindings)
-        if (!D.isKnown() && D.symbol().name() == Name)
+        if (D.symbolName() == Name)
           D = Dim::known(N);
   // An input dim left symbolic keeps the ops that read it from being
   // costed: often a second name for the batch (torch names each input's
@@ -794,11 +795,11 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
     for (const ModelSource::Input *In : Inputs)
       for (size_t I = 0; I < In->Dims.size(); ++I) {
         const Dim &D = In->Dims[I];
-        if (D.isKnown() || D.symbol().empty() || Bound(*In, I))
+        if (!D.isSymbolic() || Bound(*In, I))
           continue;
         if (FirstSymbol.empty())
-          FirstSymbol = D.symbol().str();
-        Unbound.push_back(formatv("'{0}' dim {1} ({2})", In->Name, I, D.symbol().name()).str());
+          FirstSymbol = D.str();
+        Unbound.push_back(formatv("'{0}' dim {1} ({2})", In->Name, I, D.str()).str());
       }
     if (Unbound.empty())
       return;
@@ -819,13 +820,13 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
     // (A name no input has is the load's error to report.)
     auto Declares = [&](const std::string &Name) {
       return llvm::any_of(Inputs, [&](const ModelSource::Input *In) {
-        return llvm::any_of(In->Dims, [&](const Dim &D) { return D.symbol().name() == Name; });
+        return llvm::any_of(In->Dims, [&](const Dim &D) { return D.symbolName() == Name; });
       });
     };
     if (llvm::all_of(Batched, Declares))
       WarnUnbound(
           [&](const ModelSource::Input &In, size_t I) {
-            return llvm::is_contained(Batched, In.Dims[I].symbol().str());
+            return llvm::is_contained(Batched, In.Dims[I].symbolName().str());
           },
           Named ? formatv("--batch-dim {0}", llvm::join(Batched, ",")).str()
                 : formatv("the first input's dim 0 ({0})", Batched[0]).str());

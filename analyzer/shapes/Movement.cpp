@@ -6,42 +6,26 @@
 namespace ridge::shapes {
 
 /// Resolves Reshape's -1 at NegIdx: elements of In over the other dims of
-/// Out, cancelling symbols that appear in both ([batch,seq,768] to
-/// [batch,seq,12,-1] gives 64).
+/// Out, when that divides exactly ([batch,seq,768] to [batch,seq,12,-1]
+/// gives 64; [batch,seq,768] to [-1,768] gives batch*seq).
 static Dim resolveInferredDim(const Shape &In, const Shape &Out, size_t NegIdx) {
-  int64_t Num = 1, Den = 1;
-  SmallVector<StringRef, 4> Syms;
+  sym::ExprRef Num = sym::constant(1), Den = sym::constant(1);
   for (const Dim &D : In.Dims) {
-    if (D.isKnown()) {
-      if (!mulOk(Num, D.extent(), Num))
-        return Dim{};
-    } else if (!D.symbol().empty()) {
-      Syms.push_back(D.symbol());
-    } else {
+    if (!D.isDetermined())
       return Dim{};
-    }
+    Num = sym::mul(Num, D.expr());
   }
   for (size_t I = 0; I < Out.rank(); ++I) {
     if (I == NegIdx)
       continue;
-    const Dim &D = Out.Dims[I];
-    if (D.isKnown()) {
-      if (!mulOk(Den, D.extent(), Den))
-        return Dim{};
-      continue;
-    }
-    auto It = llvm::find(Syms, StringRef(D.symbol()));
-    if (D.symbol().empty() || It == Syms.end())
+    if (!Out.Dims[I].isDetermined())
       return Dim{};
-    Syms.erase(It);
+    Den = sym::mul(Den, Out.Dims[I].expr());
   }
-  if (Den == 0 || Num % Den != 0)
+  if (!Num || !Den || Den->constant() == std::optional<int64_t>(0))
     return Dim{};
-  if (Syms.empty())
-    return Dim::known(Num / Den);
-  if (Syms.size() == 1 && Num == Den)
-    return Dim::symbolic(Syms[0]);
-  return Dim{};
+  sym::ExprRef Q = sym::floorDiv(Num, Den);
+  return sym::mul(Q, Den) == Num ? Dim::of(Q) : Dim{};
 }
 
 void ruleReshape(Ctx &C) {

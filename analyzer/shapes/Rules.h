@@ -53,12 +53,13 @@ void refineShape(Value &V, const Shape &S);
 //===----------------------------------------------------------------------===//
 // Small integer values
 //===----------------------------------------------------------------------===//
-/// One element of a propagated integer value: known, a dim's symbol, or
-/// unknown (no symbol).
+/// One element of a propagated integer value: known, a symbolic expression
+/// (the value of Shape of a [batch, 2*seq] input is [batch, 2*seq]), or
+/// unknown.
 struct IV {
   int64_t V = 0;
   bool Known = false;
-  DimSymbol Sym;
+  sym::ExprRef E = nullptr; ///< when not known: the expression, if any
 
   static IV known(int64_t X) {
     IV R;
@@ -66,19 +67,30 @@ struct IV {
     R.Known = true;
     return R;
   }
+  /// E as a value: known when constant, unknown when nullptr.
+  static IV of(sym::ExprRef E) {
+    if (!E)
+      return IV{};
+    if (std::optional<int64_t> C = E->constant())
+      return known(*C);
+    IV R;
+    R.E = E;
+    return R;
+  }
   static IV fromDim(const Dim &D) {
     if (D.isKnown())
       return known(D.extent());
-    IV R;
-    R.Sym = D.symbol();
-    return R;
+    return of(D.expr());
   }
+  /// The value as an expression (nullptr: unknown).
+  sym::ExprRef expr() const { return Known ? sym::constant(V) : E; }
+  bool isSymbolic() const { return !Known && E; }
   bool is(int64_t X) const { return Known && V == X; }
-  /// Certainly equal: the same known number or the same symbol.
+  /// Certainly equal: the same known number or the same expression.
   bool sameAs(const IV &O) const {
     if (Known)
       return O.Known && V == O.V;
-    return !O.Known && !Sym.empty() && Sym == O.Sym;
+    return !O.Known && E && E == O.E;
   }
   /// As a dim; false when known and negative.
   bool toDim(Dim &D) const {
@@ -87,7 +99,7 @@ struct IV {
         return false;
       D = Dim::known(V);
     } else {
-      D = Dim::symbolic(Sym);
+      D = Dim::of(E);
     }
     return true;
   }
@@ -104,6 +116,7 @@ enum class BinOp {
 
 BinOp binOpOf(StringRef Op);
 IV evalInt(BinOp Op, const IV &A, const IV &B, bool FMod);
+IV evalSymbolic(BinOp Op, const IV &A, const IV &B, bool FMod);
 bool evalFloat(BinOp Op, double X, double Y, double &R);
 
 //===----------------------------------------------------------------------===//

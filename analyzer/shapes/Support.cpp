@@ -34,51 +34,45 @@ bool extentOk(i128 V) { return V >= 0 && V <= MaxExtent; }
 bool mulOk(int64_t A, int64_t B, int64_t &R) { return !__builtin_mul_overflow(A, B, &R); }
 bool addOk(int64_t A, int64_t B, int64_t &R) { return !__builtin_add_overflow(A, B, &R); }
 
-/// Product of dims: known when all are; one non-known dim times known 1s is
-/// that dim (batch * 1 = batch); anything times 0 is 0.
+/// Product of dims: anything times a known 0 is 0; otherwise unknown when a
+/// dim is, else the product (batch * 1 = batch, batch * heads).
 Dim productDim(ArrayRef<Dim> Ds) {
-  int64_t P = 1;
-  const Dim *Sole = nullptr;
-  unsigned NonKnown = 0;
+  for (const Dim &D : Ds)
+    if (D.isKnown() && D.extent() == 0)
+      return Dim::known(0);
+  sym::ExprRef P = sym::constant(1);
   for (const Dim &D : Ds) {
-    if (D.isKnown()) {
-      if (!mulOk(P, D.extent(), P))
-        return Dim{};
-    } else {
-      ++NonKnown;
-      Sole = &D;
-    }
+    if (!D.isDetermined())
+      return Dim{};
+    P = sym::mul(P, D.expr());
   }
-  if (!NonKnown || P == 0)
-    return Dim::known(P);
-  if (NonKnown == 1 && P == 1)
-    return *Sole;
-  return Dim{};
+  return Dim::of(P);
 }
 
-/// Sum of two dims: known when both are; a symbol plus 0 stays that symbol.
+/// Sum of two dims (batch + 0 = batch, seq + 1).
 Dim addDims(const Dim &A, const Dim &B) {
   if (A.isKnown() && B.isKnown())
     return extentOk(i128(A.extent()) + B.extent()) ? Dim::known(A.extent() + B.extent()) : Dim{};
-  if (A.isKnown() && A.extent() == 0)
-    return B;
-  if (B.isKnown() && B.extent() == 0)
-    return A;
-  return Dim{};
+  return Dim::of(sym::add(A.expr(), B.expr()));
 }
 
-/// A dim divided by a known factor: known when it divides.
+/// A dim divided by a known factor: the quotient when it divides exactly
+/// (2*seq / 2 = seq), else unknown.
 Dim divDim(const Dim &A, int64_t F) {
   if (F == 1)
     return A;
-  return A.isKnown() && F > 0 && A.extent() % F == 0 ? Dim::known(A.extent() / F) : Dim{};
+  if (F <= 0 || !A.isDetermined())
+    return Dim{};
+  sym::ExprRef Q = sym::floorDiv(A.expr(), sym::constant(F));
+  return sym::mul(Q, sym::constant(F)) == A.expr() ? Dim::of(Q) : Dim{};
 }
 
 Dim mulDim(const Dim &A, int64_t F) {
   if (F == 1)
     return A;
-  return A.isKnown() && F >= 0 && extentOk(i128(A.extent()) * F) ? Dim::known(A.extent() * F)
-                                                               : Dim{};
+  if (A.isKnown())
+    return F >= 0 && extentOk(i128(A.extent()) * F) ? Dim::known(A.extent() * F) : Dim{};
+  return F >= 0 ? Dim::of(sym::mul(A.expr(), sym::constant(F))) : Dim{};
 }
 
 /// Two dims that must be equal: the more specific one.
@@ -87,7 +81,7 @@ const Dim &mergeDim(const Dim &A, const Dim &B) {
     return A;
   if (B.isKnown())
     return B;
-  return A.symbol().empty() ? B : A;
+  return A.isSymbolic() ? A : B;
 }
 
 /// A dim that may be either: itself when both agree, else unknown.
@@ -115,7 +109,7 @@ bool broadcastDim(const Dim &A, const Dim &B, Dim &Out) {
     Out = B.extent() == 1 ? A : B;
     return true;
   }
-  if (!A.symbol().empty() && A.symbol() == B.symbol())
+  if (A.isSymbolic() && A == B)
     Out = A;
   else
     Out = Dim{};
@@ -158,7 +152,7 @@ void refineShape(Value &V, const Shape &S) {
     const Dim &New = S.Dims[I];
     if (Old.isKnown())
       continue;
-    if (New.isKnown() || (Old.symbol().empty() && !New.symbol().empty()))
+    if (New.isKnown() || (!Old.isDetermined() && New.isSymbolic()))
       Old = New;
   }
 }
@@ -213,41 +207,66 @@ IV evalInt(BinOp Op, const IV &A, const IV &B, bool FMod) {
     }
     return IV::known(R);
   }
-  // Symbolic identities.
+  return evalSymbolic(Op, A, B, FMod);
+}
+
+/// A op B when one is symbolic: exact expressions where ONNX's integer
+/// semantics allow (Div truncates toward zero: floor division when exact or
+/// both operands are >= 0; Mod with fmod=0 is the divisor's sign, as the
+/// expression's mod, and fmod=1 agrees with it for a dividend >= 0 and a
+/// positive divisor), comparisons when provable.
+IV evalSymbolic(BinOp Op, const IV &A, const IV &B, bool FMod) {
+  if (Op == BinOp::Mul && (A.is(0) || B.is(0)))
+    return IV::known(0); // even when the other is unknown
+  sym::ExprRef X = A.expr(), Y = B.expr();
+  if (!X || !Y)
+    return IV{};
+  auto NonNeg = [](sym::ExprRef E) { return sym::provablyLE(sym::constant(0), E); };
   switch (Op) {
-  case BinOp::Add:
-    if (B.is(0)) return A;
-    if (A.is(0)) return B;
-    break;
-  case BinOp::Sub:
-    if (B.is(0)) return A;
-    if (A.sameAs(B)) return IV::known(0);
-    break;
-  case BinOp::Mul:
-    if (B.is(1)) return A;
-    if (A.is(1)) return B;
-    if (A.is(0) || B.is(0)) return IV::known(0);
-    break;
-  case BinOp::Div:
-    if (B.is(1)) return A;
-    break;
-  case BinOp::Max:
-  case BinOp::Min:
-    if (A.sameAs(B)) return A;
-    break;
-  case BinOp::Equal:
-  case BinOp::LessEq:
-  case BinOp::GreaterEq:
-    if (A.sameAs(B)) return IV::known(1);
-    break;
-  case BinOp::Less:
-  case BinOp::Greater:
-    if (A.sameAs(B)) return IV::known(0);
-    break;
-  default:
-    break;
+  case BinOp::Add: return IV::of(sym::add(X, Y));
+  case BinOp::Sub: return IV::of(sym::sub(X, Y));
+  case BinOp::Mul: return IV::of(sym::mul(X, Y));
+  case BinOp::Div: {
+    if (B.is(0))
+      return IV{};
+    sym::ExprRef Q = sym::floorDiv(X, Y);
+    bool Exact = sym::mul(Q, Y) == X;
+    return Exact || (NonNeg(X) && NonNeg(Y)) ? IV::of(Q) : IV{};
   }
-  return IV{};
+  case BinOp::Mod:
+    if (B.is(0))
+      return IV{};
+    if (!FMod || (NonNeg(X) && B.Known && B.V > 0))
+      return IV::of(sym::mod(X, Y));
+    return IV{};
+  case BinOp::Max: return IV::of(sym::max(X, Y));
+  case BinOp::Min: return IV::of(sym::min(X, Y));
+  case BinOp::Pow:
+    return B.Known && B.V >= 0 && B.V <= 64 ? IV::of(sym::pow(X, unsigned(B.V))) : IV{};
+  case BinOp::Equal:
+    if (X == Y)
+      return IV::known(1);
+    if (sym::ExprRef D = sym::sub(X, Y); D && D->isConstant())
+      return IV::known(0); // a non-zero constant apart
+    return IV{};
+  case BinOp::Less:
+  case BinOp::GreaterEq: {
+    // X < Y: X + 1 <= Y; X >= Y: Y <= X.
+    bool Lt = sym::provablyLE(sym::add(X, sym::constant(1)), Y), Ge = sym::provablyLE(Y, X);
+    if (!Lt && !Ge)
+      return IV{};
+    return IV::known((Op == BinOp::Less) == Lt);
+  }
+  case BinOp::Greater:
+  case BinOp::LessEq: {
+    bool Gt = sym::provablyLE(sym::add(Y, sym::constant(1)), X), Le = sym::provablyLE(X, Y);
+    if (!Gt && !Le)
+      return IV{};
+    return IV::known((Op == BinOp::Greater) == Gt);
+  }
+  default:
+    return IV{};
+  }
 }
 
 bool evalFloat(BinOp Op, double X, double Y, double &R) {

@@ -97,38 +97,48 @@ TEST(Graph, NameIndexThroughGrowth) {
   }
 }
 
-// Dim symbols are interned: equal names give equal symbols (by address).
+// Dim symbols are interned: equal names give equal dims (one word each).
 TEST(Graph, DimSymbolsInterned) {
   Dim A = Dim::symbolic("batch"), B = Dim::symbolic(std::string("bat") + "ch");
   EXPECT_TRUE(A == B);
-  EXPECT_EQ(A.symbol().name(), "batch");
+  EXPECT_EQ(A.symbolName(), "batch");
   EXPECT_FALSE(A == Dim::symbolic("batch2"));
-  EXPECT_EQ(Dim::symbolic("batch2").symbol().name(), "batch2");
-  EXPECT_TRUE(Dim::symbolic("").symbol().empty());
+  EXPECT_EQ(Dim::symbolic("batch2").symbolName(), "batch2");
+  EXPECT_FALSE(Dim::symbolic("").isDetermined());
 }
 
-// A Dim is one word holding an extent, a symbol or neither: each reads back
-// as what was stored, and no two kinds compare equal.
+// A Dim is one word holding an extent, an expression or neither: each reads
+// back as what was stored, and no two kinds compare equal.
 TEST(Graph, DimOneWord) {
   static_assert(sizeof(Dim) == 8, "a Dim is one word");
   Dim K = Dim::known(0), Big = Dim::known(int64_t(1) << 62), S = Dim::symbolic("seq"), U;
   EXPECT_TRUE(K.isKnown());
   EXPECT_EQ(K.extent(), 0);
-  EXPECT_TRUE(K.symbol().empty());
+  EXPECT_FALSE(K.isSymbolic());
+  EXPECT_EQ(K.expr(), sym::constant(0));
   EXPECT_EQ(Big.extent(), int64_t(1) << 62);
   EXPECT_FALSE(S.isKnown());
   EXPECT_EQ(S.extent(), -1);
-  EXPECT_EQ(S.symbol().name(), "seq");
+  EXPECT_EQ(S.symbolName(), "seq");
   EXPECT_FALSE(U.isKnown());
   EXPECT_EQ(U.extent(), -1);
-  EXPECT_TRUE(U.symbol().empty());
+  EXPECT_FALSE(U.isDetermined());
+  EXPECT_EQ(U.expr(), nullptr);
   EXPECT_FALSE(S == U);
   EXPECT_FALSE(K == U);
-  // A negative extent is unknown, never read as a symbol.
+  // A negative extent is unknown, never read as an expression.
   Dim Neg = Dim::known(-5);
   EXPECT_TRUE(Neg == U);
-  EXPECT_TRUE(Neg.symbol().empty());
-  EXPECT_TRUE(Dim::symbolic(DimSymbol()) == U);
+  EXPECT_FALSE(Neg.isSymbolic());
+  // An expression: a constant one is known, a compound one is no symbol.
+  Dim Two = Dim::of(sym::mul(sym::constant(2), sym::symbol("seq")));
+  EXPECT_TRUE(Two.isSymbolic());
+  EXPECT_TRUE(Two.symbolName().empty());
+  EXPECT_EQ(Two.str(), "2*seq");
+  EXPECT_TRUE(Dim::of(sym::constant(7)) == Dim::known(7));
+  EXPECT_TRUE(Dim::of(sym::constant(-1)) == U);
+  EXPECT_TRUE(Dim::of(nullptr) == U);
+  EXPECT_TRUE(Dim::of(sym::add(sym::symbol("seq"), sym::symbol("seq"))) == Two);
 }
 
 // "c42025" and "c101558" share the low 32 bits of their xxh3 hash (found by

@@ -89,7 +89,7 @@ TEST_F(LoaderTest, DeclaredInputsLeaveInitializersOut) {
   const ModelSource::Input &X = (*Src)->inputs().front();
   EXPECT_EQ(X.Name, "x");
   ASSERT_EQ(X.Dims.size(), 2u);
-  EXPECT_EQ(X.Dims[0].symbol().name(), "N");
+  EXPECT_EQ(X.Dims[0].symbolName(), "N");
   EXPECT_EQ(X.Dims[1].extent(), 8);
 }
 
@@ -198,11 +198,11 @@ TEST(SmallTensors, RawDataOfFloats) {
 
 TEST(InternSymbol, OneCopyPerName) {
   std::string A = "batch", B = "batch";
-  llvm::StringRef SA = internSymbol(A), SB = internSymbol(B);
+  llvm::StringRef SA = internString(A), SB = internString(B);
   EXPECT_EQ(SA.data(), SB.data());
   A = "changed"; // the interned copy does not follow its source
   EXPECT_EQ(SA, "batch");
-  EXPECT_TRUE(internSymbol("").empty());
+  EXPECT_TRUE(internString("").empty());
 }
 
 TEST(ValueList, AddressesStayAsItGrows) {
