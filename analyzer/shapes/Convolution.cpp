@@ -4,6 +4,30 @@
 namespace ridge::shapes {
 
 /// Spatial output dims of Conv and the pools. Kernel: -1 where unknown.
+/// One spatial output dim of a symbolic input In, by the same formulas as
+/// the known case: ceil(In / S) with SAME padding, else
+/// floor((In + PB + PE - ((K - 1) D + 1)) / S) + 1. Ceil mode with a
+/// symbolic input stays unknown (its correction for a window starting in
+/// the right padding is a comparison the expression cannot settle).
+static Dim symbolicConvDim(const Dim &In, int64_t K, int64_t S, int64_t D, size_t I, size_t NS,
+                           const std::optional<llvm::ArrayRef<int64_t>> &Pads, bool Same,
+                           bool UsePads, bool CeilMode) {
+  if (Same)
+    return Dim::of(sym::ceilDiv(In.expr(), sym::constant(S)));
+  if (CeilMode)
+    return Dim{};
+  int64_t PB = 0, PE = 0;
+  if (UsePads && Pads && Pads->size() == 2 * NS) {
+    PB = (*Pads)[I];
+    PE = (*Pads)[I + NS];
+  }
+  i128 EffK = i128(K - 1) * D + 1, Off = i128(PB) + PE - EffK;
+  if (!extentOk(EffK) || Off < -MaxExtent || Off > MaxExtent)
+    return Dim{};
+  sym::ExprRef Span = sym::add(In.expr(), sym::constant(int64_t(Off)));
+  return Dim::of(sym::add(sym::floorDiv(Span, sym::constant(S)), sym::constant(1)));
+}
+
 static bool convPoolDims(const Node &N, const Shape &X, ArrayRef<int64_t> Kernel,
                   bool CeilMode, Shape &Out) {
   size_t NS = X.rank() - 2;
@@ -20,6 +44,11 @@ static bool convPoolDims(const Node &N, const Shape &X, ArrayRef<int64_t> Kernel
     if (S <= 0 || D <= 0)
       return false;
     const Dim &In = X.Dims[2 + I];
+    if (In.isSymbolic() && Kernel[I] >= 0) {
+      Out.Dims.push_back(symbolicConvDim(In, Kernel[I], S, D, I, NS, Pads, Same, UsePads,
+                                         CeilMode));
+      continue;
+    }
     if (!In.isKnown() || Kernel[I] < 0) {
       Out.Dims.push_back(Dim{});
       continue;

@@ -338,6 +338,47 @@ static int64_t sliceLen(int64_t D, int64_t Start, int64_t End, int64_t Step,
   return Start > End ? ceilDiv(Start - End, -Step) : 0;
 }
 
+/// sliceLen's clamping in expressions, for a symbolic dim or bound: x[1:],
+/// x[:-1] of [seq] give seq - 1 (a symbolic dim is at least 1), x[0:n] with
+/// n the dim gives n. Unknown when a symbolic bound's sign cannot be told.
+static Dim symbolicSliceLen(const Dim &D, const IV &St, const IV &En, int64_t Step) {
+  using namespace sym;
+  ExprRef N = D.expr();
+  if (!N)
+    return Dim{};
+  constexpr int64_t ToEnd = std::numeric_limits<int32_t>::max(),
+                    ToStart = std::numeric_limits<int32_t>::min();
+  // A bound as an index: a negative one counts from the end.
+  auto Index = [&](const IV &X) -> ExprRef {
+    if (X.Known)
+      return X.V < 0 ? add(N, constant(X.V)) : constant(X.V);
+    return X.E && provablyLE(constant(0), X.E) ? X.E : nullptr;
+  };
+  auto Clamp = [](ExprRef X, ExprRef Lo, ExprRef Hi) { return min(max(X, Lo), Hi); };
+  ExprRef Zero = constant(0), Last = sub(N, constant(1)), Len;
+  if (Step > 0) {
+    ExprRef B = Index(St), E = En.Known && En.V >= ToEnd ? N : Index(En);
+    if (!B || !E)
+      return Dim{};
+    B = Clamp(B, Zero, N);
+    E = Clamp(E, Zero, N);
+    Len = ceilDiv(sub(E, B), constant(Step));
+    if (provablyLE(B, E))
+      return Dim::of(Len); // never negative
+  } else {
+    ExprRef B = St.Known && St.V >= ToEnd ? Last : Index(St);
+    ExprRef E = En.Known && En.V <= ToStart ? constant(-1) : Index(En);
+    if (!B || !E || Step == std::numeric_limits<int64_t>::min())
+      return Dim{};
+    B = Clamp(B, Zero, Last);
+    E = Clamp(E, constant(-1), Last);
+    Len = ceilDiv(sub(B, E), constant(-Step));
+    if (provablyLE(E, B))
+      return Dim::of(Len);
+  }
+  return Dim::of(max(Len, Zero));
+}
+
 void ruleSlice(Ctx &C) {
   DType T = C.elem(0);
   const Shape *X = C.shape(0);
@@ -407,15 +448,7 @@ void ruleSlice(Ctx &C) {
       continue;
     }
     AllKnown = false;
-    // The whole of a dim not known: x[0:INT_MAX], x[0:n] where n is x's dim.
-    bool ToEnd = En.Known ? En.V >= std::numeric_limits<int32_t>::max()
-                          : (!D.isKnown() && En.sameAs(IV::fromDim(D)));
-    if (Step == 1 && St.is(0) && ToEnd)
-      Out.Dims[A] = D;
-    else if (Step == -1 && St.is(-1) && En.Known && En.V <= std::numeric_limits<int32_t>::min())
-      Out.Dims[A] = D;
-    else
-      Out.Dims[A] = Dim{};
+    Out.Dims[A] = symbolicSliceLen(D, St, En, Step);
   }
   C.set(0, T, Out);
   // Values of a sliced 1-D value.

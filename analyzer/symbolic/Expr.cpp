@@ -295,6 +295,30 @@ std::optional<int64_t> constantMultiple(ExprRef A, ExprRef B) {
   return K;
 }
 
+/// floor(R / C) when R is k + floor(X/b) with constants k and b > 0: the
+/// nested floor as one, floor((X + k b) / (b C)); nullptr otherwise.
+ExprRef nestedFloor(ExprRef R, int64_t C) {
+  int64_t K = 0;
+  ExprRef Inner = nullptr;
+  for (const Term &T : termsOf(R)) {
+    if (T.Mono.empty()) {
+      K = T.Coef;
+    } else if (T.Coef == 1 && T.Mono.size() == 1 && T.Mono[0].Exp == 1 &&
+               T.Mono[0].Atom->kind() == Expr::Kind::FloorDiv &&
+               T.Mono[0].Atom->rhs()->isConstant() && !Inner) {
+      Inner = T.Mono[0].Atom;
+    } else {
+      return nullptr;
+    }
+  }
+  if (!Inner)
+    return nullptr;
+  int64_t B = *Inner->rhs()->constant(), KB, BC;
+  if (B <= 0 || __builtin_mul_overflow(K, B, &KB) || __builtin_mul_overflow(B, C, &BC))
+    return nullptr;
+  return floorDiv(add(Inner->lhs(), constant(KB)), constant(BC));
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -482,6 +506,9 @@ ExprRef sym::floorDiv(ExprRef A, ExprRef B) {
       return nullptr;
     if (R->isConstant()) // 0 <= R < C
       return Q;
+    // floor((k + floor(X/b)) / C) = floor((X + k b) / (b C)) for b > 0.
+    if (ExprRef Nested = nestedFloor(R, C))
+      return add(Q, Nested);
     // floor(g R' / g C') = floor(R' / C'): R' is integer-valued.
     int64_t G = std::gcd(coefGcd(R), C);
     if (G > 1) {
@@ -564,7 +591,16 @@ bool sym::provablyLE(ExprRef A, ExprRef B) {
     return false;
   if (std::optional<int64_t> C = D->constant())
     return *C >= 0;
-  return D->nonNegative();
+  if (D->nonNegative())
+    return true;
+  // Every symbol is >= 1: with s = t + 1 (t >= 0), B - A >= 0 when its
+  // terms in t are ((n + 1) - 1 = n, n*m - n = n*m + m at n, m >= 1).
+  ExprRef Shifted = substitute(D, [](StringRef Name) { return add(symbol(Name), constant(1)); });
+  if (!Shifted)
+    return false;
+  if (std::optional<int64_t> C = Shifted->constant())
+    return *C >= 0;
+  return Shifted->nonNegative();
 }
 
 static ExprRef minMax(Expr::Kind K, ExprRef A, ExprRef B) {
@@ -697,12 +733,19 @@ llvm::Expected<int64_t> sym::evaluate(ExprRef E, const Binding &Bind) {
 }
 
 ExprRef sym::substitute(ExprRef E, const Binding &Bind) {
+  return substitute(E, [&](StringRef Name) -> ExprRef {
+    std::optional<int64_t> V = Bind(Name);
+    return V ? constant(*V) : nullptr;
+  });
+}
+
+ExprRef sym::substitute(ExprRef E, const ExprBinding &Bind) {
   if (!E)
     return nullptr;
   switch (E->kind()) {
   case Expr::Kind::Symbol: {
-    std::optional<int64_t> V = Bind(E->name());
-    return V ? constant(*V) : E;
+    ExprRef V = Bind(E->name());
+    return V ? V : E;
   }
   case Expr::Kind::Poly: {
     ExprRef Sum = constant(0);

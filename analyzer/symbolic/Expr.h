@@ -8,9 +8,10 @@
 // equality is a pointer compare and an Expr fits in a Dim's one word.
 //
 // Simplification is exact: it never assumes two different symbols are equal.
-// It does assume what every dim is: a symbol stands for an integer >= 0.
-// That decides min(n, n + 3) = n, max(0, n) = n and floor((2n + 1)/2) = n,
-// and nothing that would need more (min(a, b) of two symbols stays as is).
+// It does assume what a symbolic dim is: an extent of at least 1 (a dim of
+// 0, an empty tensor, is bound with --dim). That decides min(n, n + 3) = n,
+// max(1, n) = n, min(n, n*m) = n, and nothing that would need more: min(a, b)
+// of two symbols stays as is.
 //
 // Canonical form:
 //  - a polynomial is a sum of terms c * m, c != 0, each monomial m a product
@@ -22,7 +23,7 @@
 //    in [0, c), mod(c Q + R, c) = mod(R, c); division by a monomial or a
 //    constant multiple that divides exactly is exact;
 //  - min and max order their operands canonically; decided when the
-//    difference of the operands is provably of one sign.
+//    difference of the operands is provably of one sign (provablyLE).
 //
 // Overflow of an int64 coefficient makes the result unknown (nullptr), never
 // wrong; evaluate() reports an overflow once symbols are bound.
@@ -79,7 +80,8 @@ public:
   /// The value when constant.
   std::optional<int64_t> constant() const;
   bool isConstant() const { return constant().has_value(); }
-  /// Certainly >= 0 for every binding of the symbols (each >= 0).
+  /// Certainly >= 0 for every binding of the symbols (each >= 1), from the
+  /// signs of its terms.
   bool nonNegative() const { return NonNeg; }
   /// The total degree (an atom counts 1).
   unsigned degree() const;
@@ -104,7 +106,7 @@ private:
 //===----------------------------------------------------------------------===//
 
 ExprRef constant(int64_t C);
-/// The symbol named S (an integer >= 0); S must not be empty.
+/// The symbol named S (an integer >= 1); S must not be empty.
 ExprRef symbol(llvm::StringRef S);
 ExprRef add(ExprRef A, ExprRef B);
 ExprRef sub(ExprRef A, ExprRef B);
@@ -122,9 +124,10 @@ ExprRef mod(ExprRef A, ExprRef B);
 ExprRef min(ExprRef A, ExprRef B);
 ExprRef max(ExprRef A, ExprRef B);
 
-/// A <= B for every binding (each symbol >= 0), when that can be shown:
-/// B - A is a constant >= 0, or every term of it has a positive coefficient
-/// and non-negative atoms.
+/// A <= B for every binding (each symbol >= 1), when that can be shown:
+/// B - A is a constant >= 0, or every term of it, once each symbol s is
+/// written t + 1 with t >= 0, has a positive coefficient and non-negative
+/// atoms.
 bool provablyLE(ExprRef A, ExprRef B);
 
 //===----------------------------------------------------------------------===//
@@ -143,6 +146,10 @@ llvm::Expected<int64_t> evaluate(ExprRef E, const Binding &Bind);
 
 /// E with the bound symbols replaced by their values (the others stay).
 ExprRef substitute(ExprRef E, const Binding &Bind);
+/// A symbol's replacement, or nullptr to keep it.
+using ExprBinding = std::function<ExprRef(llvm::StringRef)>;
+/// E with symbols replaced by expressions.
+ExprRef substitute(ExprRef E, const ExprBinding &Bind);
 
 /// Parses the syntax str() prints: integers, symbol names (double-quoted
 /// when not identifiers: "p2o.DynamicDimension.0"), + - *, ^ with an

@@ -86,6 +86,11 @@ TEST(ExprTest, FloorDivisionIdentities) {
   // The common factor of R and c cancels: floor(2n/4) = floor(n/2).
   EXPECT_EQ(P("floor(2*n/4)"), P("floor(n/2)"));
   EXPECT_EQ(S(P("seq/2")), "floor(seq/2)");
+  // Nested floors are one: floor((floor((H + 1)/2) + 1)/2) = floor((H + 3)/4).
+  ExprRef Nested = P("floor((floor((H + 1)/2) + 1)/2)");
+  EXPECT_EQ(S(Nested), "floor((H + 3)/4)");
+  for (int64_t X = 0; X < 40; ++X)
+    EXPECT_EQ(eval(Nested, {{"H", X}}), ((X + 1) / 2 + 1) / 2) << X;
   // Negative divisors: floor(A / -c) = floor(-A / c).
   EXPECT_EQ(eval(P("floor(n/(-2))"), {{"n", 5}}), -3);
   // ceil(a/b) = -floor(-a/b), exact at every binding.
@@ -114,9 +119,12 @@ TEST(ExprTest, MinMaxDecideOnlyWhatIsProvable) {
   ExprRef N = symbol("n"), M = symbol("m");
   EXPECT_EQ(min(N, add(N, constant(3))), N);
   EXPECT_EQ(max(N, add(N, constant(3))), add(N, constant(3)));
-  EXPECT_EQ(max(constant(0), N), N);       // symbols are >= 0
-  EXPECT_EQ(min(N, mul(N, M)) == N, false); // n <= n*m needs m >= 1: not assumed
-  EXPECT_EQ(min(N, add(N, M)), N);         // n <= n + m
+  EXPECT_EQ(max(constant(1), N), N);    // a symbolic dim is >= 1
+  EXPECT_EQ(min(constant(1), N), constant(1));
+  EXPECT_EQ(min(N, mul(N, M)), N);      // n*m - n = n*m + m at n, m >= 1
+  EXPECT_EQ(min(N, add(N, M)), N);      // n <= n + m
+  EXPECT_EQ(max(sub(N, constant(1)), constant(0)), sub(N, constant(1)));
+  EXPECT_NE(max(sub(N, constant(2)), constant(0)), sub(N, constant(2))); // n = 1
   // Two unrelated symbols stay unrelated, in canonical order.
   EXPECT_EQ(S(min(N, M)), "min(m, n)");
   EXPECT_EQ(min(N, M), min(M, N));
@@ -135,7 +143,8 @@ TEST(ExprTest, NoFalseEqualities) {
   EXPECT_NE(sub(A, B), constant(0));
   EXPECT_FALSE(provablyLE(A, B));
   EXPECT_FALSE(provablyLE(B, A));
-  EXPECT_FALSE(provablyLE(sub(A, constant(1)), constant(0)));
+  EXPECT_FALSE(provablyLE(sub(A, constant(2)), constant(0)));
+  EXPECT_FALSE(provablyLE(A, constant(1)));
 }
 
 TEST(ExprTest, EvaluationAfterBinding) {
