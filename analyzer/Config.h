@@ -35,6 +35,9 @@ struct Config {
   /// --trip-count: iterations of loops whose count the graph does not fix.
   std::optional<int64_t> TripCount;
   bool Strict = false; ///< an unmodeled op is an error
+  /// --freeze-constants: weights the graph computes from constants (not
+  /// initializers) are not trained.
+  bool FreezeConstants = false;
 
   // Training step.
   enum class Optimizer { SGD, Momentum, Adam, AdamW };

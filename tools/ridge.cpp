@@ -99,6 +99,11 @@ static cl::opt<int64_t> TripCount(
     cl::value_desc("N"), cl::init(-1), MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> Strict("strict", cl::desc("Fail if any op cannot be costed"),
                             MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<bool> FreezeConstants(
+    "freeze-constants",
+    cl::desc("Do not train weights the graph computes from constants (Constant, "
+             "ConstantOfShape, DequantizeLinear of an initializer); only initializers"),
+    MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<std::string> SortOpt(
     "sort", cl::desc("Order of per-node rows: flops, bytes, time, name or order (topological)"),
     cl::init("flops"), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
@@ -344,6 +349,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
   if (TripCount >= 0)
     C.TripCount = TripCount;
   C.Strict = Strict;
+  C.FreezeConstants = FreezeConstants;
   if (SortOpt != "flops" && SortOpt != "bytes" && SortOpt != "time" && SortOpt != "name" &&
       SortOpt != "order")
     return usageError("--sort '" + SortOpt + "': expected flops, bytes, time, name or order");

@@ -49,6 +49,8 @@ public:
   }
 
   void markTrainable(const Graph &G);
+  /// Weights the graph keeps in nodes (nodeParameter) are trained too.
+  void markNodeParameters(const Graph &G);
   void markConstants(const Graph &G);
   void walk(const Graph &G, double Multiplier);
   void finish();
@@ -86,6 +88,79 @@ private:
   double branchFlops(const Graph &G);
 };
 
+/// Inputs of N that hold a layer's weights: Conv/ConvTranspose weight and
+/// bias, Gemm B and C, either MatMul operand, a normalization's scale and
+/// bias, an embedding Gather's table, RNN/GRU/LSTM W, R and B.
+bool isWeightPosition(const Node &N, unsigned I) {
+  if (!N.Domain.empty() && N.Domain != "com.microsoft")
+    return false;
+  llvm::StringRef Op = N.OpType;
+  if (Op == "Conv" || Op == "ConvTranspose" || Op == "Gemm")
+    return I == 1 || I == 2;
+  if (Op == "MatMul")
+    return I <= 1;
+  if (Op == "BatchNormalization" || Op == "LayerNormalization" ||
+      Op == "InstanceNormalization" || Op == "GroupNormalization")
+    return I == 1 || I == 2;
+  if (Op == "RMSNormalization" || Op == "SimplifiedLayerNormalization")
+    return I == 1;
+  if (Op == "Gather")
+    return I == 0;
+  if (Op == "RNN" || Op == "GRU" || Op == "LSTM")
+    return I >= 1 && I <= 3;
+  return false;
+}
+
+/// The tensor a trainer would update for weight input V, when the graph
+/// computes V from constants alone: back through Cast, DequantizeLinear,
+/// Reshape, Transpose and Identity (data input) to a Constant node, a
+/// ConstantOfShape of a constant shape, or an integer initializer; the
+/// parameter is the chain's first floating-point tensor. None for a chain
+/// that reaches a float initializer (already a parameter), a graph input or
+/// any other op.
+const Value *nodeParameter(const Value *V) {
+  const Value *Float = nullptr;
+  for (unsigned Depth = 0; V && Depth < 16; ++Depth) {
+    if (V->Kind != ValueKind::Intermediate) {
+      bool IntInit = V->isInitializer() && !isFloatingPoint(V->Elem);
+      return IntInit ? Float : nullptr;
+    }
+    const Node *P = V->Producer;
+    if (!P || !P->Domain.empty())
+      return nullptr;
+    if (isFloatingPoint(V->Elem))
+      Float = V;
+    if (P->OpType == "Constant")
+      return Float;
+    if (P->OpType == "ConstantOfShape") {
+      const Value *Shp = P->input(0);
+      bool ConstShape = !Shp || Shp->isInitializer() ||
+                        (Shp->Producer && Shp->Producer->OpType == "Constant");
+      return ConstShape ? Float : nullptr;
+    }
+    if (P->OpType != "Cast" && P->OpType != "DequantizeLinear" && P->OpType != "Reshape" &&
+        P->OpType != "Transpose" && P->OpType != "Identity")
+      return nullptr;
+    V = P->input(0);
+  }
+  return nullptr;
+}
+
+void CostWalker::markNodeParameters(const Graph &G) {
+  G.walk([&](const Node &N) {
+    for (unsigned I = 0; I < N.Inputs.size(); ++I) {
+      if (!N.Inputs[I] || !isWeightPosition(N, I))
+        continue;
+      const Value *P = nodeParameter(N.Inputs[I]);
+      if (!P || P->numElements().value_or(0) <= 1 || Trainable.count(P))
+        continue;
+      Trainable.insert(P);
+      R.NodeParams += P->numElements().value_or(0);
+      ++R.NodeParamTensors;
+    }
+  });
+}
+
 void CostWalker::markTrainable(const Graph &G) {
   // Single-element initializers (eps, 1/sqrt(d), clip bounds) are constants.
   G.walk([&](const Node &N) {
@@ -99,6 +174,8 @@ void CostWalker::markTrainable(const Graph &G) {
   for (const Value *V : G.Inputs)
     if (llvm::is_contained(Cfg.TrainableInputs, V->Name) && isFloatingPoint(V->Elem))
       Trainable.insert(V);
+  if (!Cfg.FreezeConstants)
+    markNodeParameters(G);
   Trainable.forEach([&](const Value *V) {
     NeedsGrad.insert(V);
     R.TrainableParams += V->numElements().value_or(0);
@@ -118,8 +195,13 @@ void CostWalker::markTrainable(const Graph &G) {
 }
 
 void CostWalker::markConstants(const Graph &G) {
+  // A trained tensor is no constant, wherever it is kept: what is computed
+  // from it is not either. (A Constant node's trained output stays in
+  // Constants, as an initializer would be: a parameter, not an activation.)
   auto IsConst = [&](const Value *V) {
-    return V->isInitializer() ? !Trainable.count(V) : R.Constants.count(V) > 0;
+    if (Trainable.count(V))
+      return false;
+    return V->isInitializer() || R.Constants.count(V) > 0;
   };
   G.walk([&](const Node &N) {
     if (!N.subgraphs().empty())

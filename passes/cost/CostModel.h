@@ -106,7 +106,13 @@ struct CostResult {
   double UnmodeledFlopsEstimate = 0;
   /// (op, reason) -> count
   std::vector<std::pair<std::string, size_t>> UnmodeledOps;
-  double TrainableParams = 0;  ///< elements of trainable initializers
+  double TrainableParams = 0;  ///< elements of trainable tensors (initializers and node-kept)
+  /// Of TrainableParams, the elements of weights the graph computes from
+  /// constants (Constant, ConstantOfShape, a DequantizeLinear of an integer
+  /// initializer, ...) rather than holding as initializers, and how many
+  /// such tensors.
+  double NodeParams = 0;
+  size_t NodeParamTensors = 0;
   double FrozenInitElements = 0;
   /// Tensors that carry a gradient (trainable parameters and what they reach).
   ValueSet NeedsGrad;

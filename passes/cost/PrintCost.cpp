@@ -52,7 +52,11 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
      << " bwd_bytes=" << exactNumber(R->Bwd.Bytes)
      << " saved=" << exactNumber(R->SavedActivationBytes) << "\n";
   OS << "params: trainable=" << exactNumber(R->TrainableParams)
-     << " frozen=" << exactNumber(R->FrozenInitElements) << "\n";
+     << " frozen=" << exactNumber(R->FrozenInitElements);
+  if (R->NodeParamTensors) // part of trainable: weights computed from constants
+    OS << " from_nodes=" << exactNumber(R->NodeParams) << " in " << R->NodeParamTensors
+       << " tensor(s)";
+  OS << "\n";
   OS << "coverage: " << R->ModeledNodes << " of "
      << R->ModeledNodes + R->UnmodeledNodes << " nodes modeled\n";
   for (const auto &[What, Count] : R->UnmodeledOps)

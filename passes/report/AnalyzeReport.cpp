@@ -224,6 +224,7 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       {"outputs", std::move(Outputs)},
       {"node_count", int64_t(S.Nodes)},
       {"params", T.Params},
+      {"params_from_nodes", C.NodeParams},
       {"totals",
        llvm::json::Object{{"fwd", phaseJson(C.Fwd)},
                           {"bwd", phaseJson(C.Bwd)},
@@ -289,7 +290,11 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                const Config &Cfg) {
   llvm::raw_ostream &OS = *Cfg.Out;
   OS << "model: " << M.Path << " (" << S.Nodes << " nodes, "
-     << withCommas(T.Params) << " trainable parameters)\n";
+     << withCommas(T.Params) << " trainable parameters";
+  if (C.NodeParamTensors)
+    OS << ", " << withCommas(C.NodeParams) << " of them in " << C.NodeParamTensors
+       << " tensor(s) the graph computes from constants";
+  OS << ")\n";
   for (const Value *V : M.Main->Inputs)
     if (!V->isInitializer())
       OS << "input:  " << V->Name << ' ' << V->typeStr() << '\n';
