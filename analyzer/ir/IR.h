@@ -456,6 +456,16 @@ struct Function {
   std::unique_ptr<Graph> Body;
 };
 
+/// A symbol shape inference made for an extent that depends on the data
+/// (NonZero's count, NonMaxSuppression's selected boxes, ...): bindable with
+/// --dim NAME=N, listed in the output with the bound ridge can prove.
+struct DataSymbol {
+  std::string Name;  ///< "<node>.<what>"
+  std::string Node;  ///< the node that makes it
+  std::string What;  ///< what it counts, in words
+  sym::ExprRef Bound = nullptr; ///< an upper bound, when one is known
+};
+
 class Model {
 public:
   std::string Path;          ///< as given on the command line ("-" for stdin)
@@ -466,6 +476,10 @@ public:
   std::vector<Function> Functions;
   uint64_t FileBytes = 0;        ///< size of the file read
   uint64_t SkippedPayloadBytes = 0; ///< weight bytes never loaded
+  /// --dim bindings, by symbol name, for symbols inference makes.
+  std::map<std::string, int64_t> DimBindings;
+  /// Data-dependent symbols, by name (bound ones included).
+  std::map<std::string, DataSymbol> DataSymbols;
 
   const Function *findFunction(llvm::StringRef Domain, llvm::StringRef Name) const;
   /// The model's one copy of Info (initializers point to it).

@@ -141,7 +141,8 @@ void applyBindings(onnx::ModelProto &Proto, const LoadOptions &Opts) {
 /// Applies --input-shape and --dim to the imported IR: the main graph's
 /// inputs, and the shapes the file declares for its outputs and
 /// intermediates. Errors name what is not there.
-Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
+Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts,
+                 llvm::StringSet<> &Used) {
   Graph &G = *M.Main;
   for (const auto &[Name, Dims] : Opts.InputShapes) {
     Value *In = nullptr;
@@ -171,9 +172,10 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
   if (Opts.DimBindings.empty())
     return Error::success();
   llvm::StringMap<int64_t> Bindings;
-  for (const auto &[Name, N] : Opts.DimBindings)
+  for (const auto &[Name, N] : Opts.DimBindings) {
     Bindings[Name] = N;
-  llvm::StringSet<> Used;
+    M.DimBindings[Name] = N; // for the symbols shape inference makes
+  }
   auto Bind = [&](llvm::StringRef Name) -> std::optional<int64_t> {
     auto It = Bindings.find(Name);
     if (It == Bindings.end())
@@ -186,8 +188,16 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
       for (Dim &D : V.Shp->Dims)
         if (D.isSymbolic())
           D = Dim::of(sym::substitute(D.expr(), Bind));
+  return Error::success();
+}
+
+/// A --dim that names no symbol of the inputs nor any data-dependent
+/// symbol inference made is an error listing the symbols there are.
+Error checkBindingsUsed(llvm::StringRef File, const Model &M, const LoadOptions &Opts,
+                        const llvm::StringSet<> &Used) {
+  const Graph &G = *M.Main;
   for (const auto &[Name, N] : Opts.DimBindings)
-    if (!Used.contains(Name)) {
+    if (!Used.contains(Name) && !M.DataSymbols.count(Name)) {
       std::set<std::string> Symbols;
       for (const Value *V : G.Inputs)
         if (V->Shp)
@@ -197,9 +207,13 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts) {
       std::string List;
       for (const auto &S : Symbols)
         List += (List.empty() ? "" : ", ") + S;
+      std::string Data;
+      for (const auto &[S, _] : M.DataSymbols)
+        Data += (Data.empty() ? "" : ", ") + S;
       return fileError(File, formatv("--dim {0}: the model has no dimension named "
-                                     "'{0}' (symbolic dims of its inputs: {1})",
-                                     Name, List.empty() ? "none" : List));
+                                     "'{0}' (symbolic dims of its inputs: {1}{2})",
+                                     Name, List.empty() ? "none" : List,
+                                     Data.empty() ? "" : "; data-dependent: " + Data));
     }
   return Error::success();
 }
@@ -675,11 +689,13 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
   llvm::Expected<std::unique_ptr<Model>> M = Import(P->Wire);
   if (!M)
     return M.takeError();
-  if (Error E = bindShapes(Path, **M, Opts))
+  llvm::StringSet<> Used;
+  if (Error E = bindShapes(Path, **M, Opts, Used))
     return E;
   if (Opts.InferShapes) {
     Phase.emplace(Opts.Timer, "load: shape inference");
     ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
+    (*M)->DataSymbols = std::move(Stats.DataSymbols);
     if (Stats.Unknown > 0) {
       Phase.emplace(Opts.Timer, "load: ONNX shape inference (fallback)");
       const onnx::ModelProto *Parsed = protoOf(Path, *P, Opts);
@@ -693,10 +709,14 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
       if (!Again)
         return Again.takeError();
       M = std::move(Again);
+      for (const auto &[Name, N] : Opts.DimBindings) // bound in the proto already
+        (*M)->DimBindings[Name] = N;
       Phase.emplace(Opts.Timer, "load: shape inference");
-      ridge::inferShapes(*(*M)->Main, **M);
+      (*M)->DataSymbols = ridge::inferShapes(*(*M)->Main, **M).DataSymbols;
     }
   }
+  if (Error E = checkBindingsUsed(Path, **M, Opts, Used))
+    return E;
   (*M)->FileBytes = P->FileBytes;
   (*M)->SkippedPayloadBytes = P->Skipped;
   reportUnknownShapes(**M, Diags);

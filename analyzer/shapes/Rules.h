@@ -158,6 +158,7 @@ public:
   /// Element type of sequence and optional values (the IR types them not).
   llvm::DenseMap<const Value *, ElemInfo> Elems;
   llvm::StringSet<> UnknownOps;
+  std::map<std::string, DataSymbol> DataSymbols;
   unsigned CallDepth = 0;
 };
 
@@ -344,6 +345,10 @@ private:
 
 const ElemInfo *elemsOf(Ctx &C, unsigned I);
 void setElems(Ctx &C, unsigned O, ElemInfo E);
+/// The extent of output data that only running the node decides: the
+/// symbol "<node>.<What>" (recorded, with its Bound when known), or its
+/// --dim binding.
+Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound);
 DType attrDType(const Node &N, StringRef Name, DType Default);
 Graph *attrGraph(const Node &N, StringRef Name);
 

@@ -184,6 +184,7 @@ ShapeInferenceStats ridge::inferShapes(Graph &G, const Model &M) {
   countStats(G, I, S);
   for (const auto &E : I.UnknownOps)
     S.UnknownOps.push_back(E.getKey().str());
+  S.DataSymbols = std::move(I.DataSymbols);
   llvm::sort(S.UnknownOps);
   return S;
 }

@@ -18,6 +18,7 @@
 
 #include "analyzer/ir/IR.h"
 #include "llvm/ADT/StringRef.h"
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ struct ShapeInferenceStats {
   /// Op types ridge has no rule for, deduplicated, sorted: "Op" for the
   /// default domain, "domain:Op" otherwise.
   std::vector<std::string> UnknownOps;
+  /// Symbols made for data-dependent extents, by name.
+  std::map<std::string, DataSymbol> DataSymbols;
 };
 
 /// Infers element types, shapes and (for small int64/int32 tensors) values of

@@ -319,6 +319,20 @@ void setElems(Ctx &C, unsigned O, ElemInfo E) {
   }
 }
 
+Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound) {
+  std::string Node = C.N.Name.empty() ? C.N.OpType.str() : C.N.Name;
+  std::string Name = Node + "." + What.str();
+  DataSymbol &S = C.Inf.DataSymbols[Name];
+  S.Name = Name;
+  S.Node = Node;
+  S.What = Desc.str();
+  S.Bound = Bound;
+  auto It = C.Inf.M.DimBindings.find(Name);
+  if (It != C.Inf.M.DimBindings.end())
+    return Dim::known(It->second);
+  return Dim::symbolic(Name);
+}
+
 DType attrDType(const Node &N, StringRef Name, DType Default) {
   const Attribute *A = N.attr(Name);
   if (!A || A->K != Attribute::Kind::Int)

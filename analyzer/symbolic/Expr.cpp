@@ -365,10 +365,14 @@ static void printOperand(ExprRef E, llvm::raw_ostream &OS) {
 void Expr::print(llvm::raw_ostream &OS) const {
   switch (K) {
   case Kind::Symbol:
-    if (isIdentifier(Name))
+    if (isIdentifier(Name)) {
       OS << Name;
-    else
-      OS << '"' << Name << '"';
+      return;
+    }
+    OS << '"';
+    for (char C : Name) // a model's names are untrusted: quotes escaped
+      OS << (C == '"' || C == '\\' ? "\\" : "") << C;
+    OS << '"';
     return;
   case Kind::FloorDiv:
     OS << "floor(";
@@ -825,10 +829,16 @@ private:
         Toks.push_back({Token::Name, Src.substr(I, J - I).str()});
         I = J;
       } else if (C == '"') {
-        size_t J = Src.find('"', I + 1);
-        if (J == StringRef::npos || J == I + 1)
+        std::string Name;
+        size_t J = I + 1;
+        for (; J < Src.size() && Src[J] != '"'; ++J) {
+          if (Src[J] == '\\' && J + 1 < Src.size())
+            ++J;
+          Name += Src[J];
+        }
+        if (J == Src.size() || Name.empty())
           return (Why = "unterminated or empty quoted name", false);
-        Toks.push_back({Token::Name, Src.substr(I + 1, J - I - 1).str()});
+        Toks.push_back({Token::Name, Name});
         Toks.back().Value = 1; // quoted: never a function name
         I = J + 1;
       } else if (StringRef("+-*/^(),").contains(C)) {

@@ -17,6 +17,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <map>
 
@@ -24,6 +25,57 @@ using namespace ridge;
 using llvm::formatv;
 
 namespace {
+
+/// A count as JSON: a number when constant, its formula (a string) when
+/// symbolic, null when unknown.
+llvm::json::Value exprJson(sym::ExprRef E) {
+  if (!E)
+    return nullptr;
+  if (std::optional<int64_t> C = E->constant())
+    return *C;
+  return E->str();
+}
+
+/// Every symbol the model's shapes use: each input's symbolic dims (where
+/// it came from: the input and axis), then the data-dependent ones (the node,
+/// what it counts, the bound ridge can prove, and a --dim binding).
+llvm::json::Array symbolsJson(const Model &M) {
+  llvm::json::Array Out;
+  std::set<std::string> Seen;
+  for (const Value *V : M.Main->Inputs) {
+    if (V->isInitializer() || !V->Shp)
+      continue;
+    for (size_t I = 0; I < V->Shp->rank(); ++I)
+      for (const std::string &S : sym::symbols(V->Shp->Dims[I].expr()))
+        if (Seen.insert(S).second)
+          Out.push_back(llvm::json::Object{
+              {"name", S}, {"source", "input"}, {"input", V->Name}, {"axis", int64_t(I)}});
+  }
+  for (const auto &[Name, D] : M.DataSymbols) {
+    llvm::json::Object O{{"name", Name}, {"source", "data"}, {"node", D.Node},
+                         {"counts", D.What}};
+    O["bound"] = exprJson(D.Bound);
+    auto It = M.DimBindings.find(Name);
+    O["bound_to"] = It == M.DimBindings.end() ? llvm::json::Value(nullptr)
+                                              : llvm::json::Value(It->second);
+    Out.push_back(std::move(O));
+  }
+  return Out;
+}
+
+/// The data-dependent symbols, one line each.
+void printDataSymbols(const Model &M, llvm::raw_ostream &OS) {
+  for (const auto &[Name, D] : M.DataSymbols) {
+    auto It = M.DimBindings.find(Name);
+    std::string Bound = D.Bound ? ", at most " + D.Bound->str() : "";
+    OS << "data-dependent dim: " << sym::symbol(Name)->str() << " (" << D.What << " of '"
+       << D.Node << "'" << Bound << "): ";
+    if (It != M.DimBindings.end())
+      OS << "bound to " << It->second << "\n";
+    else
+      OS << "bind it with --dim " << Name << "=N\n";
+  }
+}
 
 struct OpTypeTotal {
   std::string Op;
@@ -245,6 +297,7 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                           {"unmodeled", std::move(Unmodeled)}}},
       {"by_op_type", std::move(Ops)},
       {"nodes", std::move(Nodes)},
+      {"symbols", symbolsJson(M)},
       {"warnings", llvm::json::Array(AM.diags().warnings())}};
   *Cfg.Out << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
 }
@@ -457,6 +510,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                 flopCoverage(C));
   for (const auto &[What, Count] : C.UnmodeledOps)
     OS << "  unmodeled: " << What << " x" << Count << '\n';
+  printDataSymbols(M, OS);
 }
 
 } // namespace

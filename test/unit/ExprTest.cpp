@@ -182,6 +182,13 @@ TEST(ExprTest, ErrorsNameTheCause) {
   EXPECT_FALSE(bool(parse("99999999999999999999")) ? true : false);
 }
 
+TEST(ExprTest, UntrustedNamesAreQuotedAndEscaped) {
+  ExprRef E = symbol("a\"b\\c.nnz");
+  EXPECT_EQ(S(E), "\"a\\\"b\\\\c.nnz\"");
+  EXPECT_EQ(P(S(E)), E);
+  EXPECT_EQ(P(S(mul(E, constant(3)))), mul(E, constant(3)));
+}
+
 TEST(ExprTest, PrintParsesBack) {
   for (const char *T : {"24*L*b*h^2*s + 4*b*s", "floor((W + 1)/2) - 1", "2*mod(n, 2)",
                         "min(m, n) + max(a, 3*b)", "-n + 3", "floor(seq/2)",
