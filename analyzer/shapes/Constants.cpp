@@ -68,7 +68,7 @@ void ruleConstant(Ctx &C) {
       SmallVector<int64_t, 4> Is;
       FVec Fs;
       bool IsInt;
-      if (S.rank() <= 1 && tensorPayload(A, Is, Fs, IsInt)) {
+      if (tensorPayload(A, Is, Fs, IsInt)) {
         if (IsInt)
           C.setInts(0, Is);
         else
@@ -117,7 +117,7 @@ void ruleConstantOfShape(Ctx &C) {
     return C.setType(0, T);
   }
   C.set(0, T, Out);
-  if (Out.rank() > 1 || !Out.isFullyKnown() || *Out.numElements() > MaxValueElems)
+  if (!Out.isFullyKnown() || *Out.numElements() > MaxValueElems)
     return;
   size_t N = size_t(*Out.numElements());
   SmallVector<int64_t, 4> Is;

@@ -148,6 +148,54 @@ static bool broadcastVals(const SmallVectorImpl<T> &A, const SmallVectorImpl<T> 
   return false;
 }
 
+/// Every input is a 1-D value (or a scalar): its values broadcast by length.
+static bool flatOperands(Ctx &C) {
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
+    if (C.has(I) && C.rank(I) > 1)
+      return false;
+  return true;
+}
+
+/// Integer values of any rank with known shapes, broadcast element by
+/// element through the shapes (a [2,1] and a [1,3] value give [2,3]); false
+/// when the shapes or values are not all known, or the inputs are 1-D (the
+/// caller's flat broadcast covers those, unknown lengths included).
+static bool broadcastShapedValues(Ctx &C, BinOp Op, bool FMod) {
+  if (flatOperands(C) || !(isIntType(C.elem(0)) || C.elem(0) == DType::Bool))
+    return false;
+  SmallVector<int64_t, 4> OutDims;
+  Value *Out = C.out(0);
+  if (!Out || !knownDims(Out->Shp ? &*Out->Shp : nullptr, OutDims))
+    return false;
+  std::optional<double> N = Out->Shp->numElements();
+  if (!N || *N > MaxValueElems)
+    return false;
+  SmallVector<IVec, 2> Vals;
+  SmallVector<SmallVector<int64_t, 4>, 2> Dims;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {
+    IVec V;
+    SmallVector<int64_t, 4> D;
+    if (!C.has(I) || !C.vals(I, V) || !knownDims(C.shape(I), D) || D.size() > OutDims.size())
+      return false;
+    size_t Elems = 1;
+    for (int64_t X : D)
+      Elems *= size_t(X);
+    if (V.size() != Elems)
+      return false;
+    Vals.push_back(std::move(V));
+    Dims.push_back(std::move(D));
+  }
+  IVec R;
+  for (size_t K = 0; K < size_t(*N); ++K) {
+    IV Acc = Vals[0][broadcastSource(OutDims, Dims[0], K)];
+    for (size_t I = 1; I < Vals.size(); ++I)
+      Acc = evalInt(Op, Acc, Vals[I][broadcastSource(OutDims, Dims[I], K)], FMod);
+    R.push_back(Acc);
+  }
+  C.setVals(0, R);
+  return true;
+}
+
 /// Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Mod, BitShift, PRelu, the
 /// bitwise and logical ops and the comparisons (bool results).
 void ruleBroadcast(Ctx &C) {
@@ -160,9 +208,12 @@ void ruleBroadcast(Ctx &C) {
   if (Op == BinOp::None || C.N.Inputs.empty() || !C.has(0))
     return;
   bool FMod = C.N.attrInt("fmod", 0) != 0;
+  if (broadcastShapedValues(C, Op, FMod))
+    return;
   // Integer values.
   IVec Acc;
-  if (C.vals(0, Acc) && (isIntType(C.elem(0)) || C.elem(0) == DType::Bool)) {
+  if (C.vals(0, Acc) && (isIntType(C.elem(0)) || C.elem(0) == DType::Bool) &&
+      flatOperands(C)) {
     bool Ok = true;
     for (unsigned I = 1; I < C.N.Inputs.size() && Ok; ++I) {
       IVec B;
@@ -183,7 +234,8 @@ void ruleBroadcast(Ctx &C) {
   }
   // Floating-point values (scales of Resize, Range bounds).
   FVec FA;
-  if (!isFloatingPoint(C.elem(0)) || !C.Inf.FVals.count(C.in(0)) || !C.floats(0, FA))
+  if (!isFloatingPoint(C.elem(0)) || !flatOperands(C) || !C.Inf.FVals.count(C.in(0)) ||
+      !C.floats(0, FA))
     return;
   for (unsigned I = 1; I < C.N.Inputs.size(); ++I) {
     FVec B;
@@ -208,7 +260,7 @@ void ruleMean(Ctx &C) { broadcastRule(C, 0, C.elem(0)); }
 void ruleWhere(Ctx &C) {
   broadcastRule(C, 0, C.elem(1));
   IVec Cond, X, Y;
-  if (!C.vals(0, Cond) || !C.vals(1, X) || !C.vals(2, Y))
+  if (!flatOperands(C) || !C.vals(0, Cond) || !C.vals(1, X) || !C.vals(2, Y))
     return;
   size_t L1, L2;
   if (!broadcastVals(Cond, X, L1) || !broadcastVals(X, Y, L2))

@@ -72,7 +72,7 @@ void ruleReshape(Ctx &C) {
       *X->numElements() != *Out.numElements())
     return C.setType(0, T);
   C.set(0, T, Out);
-  if (Out.rank() <= 1)
+  if (Out.isFullyKnown() || Out.rank() <= 1)
     passValues(C);
 }
 
@@ -88,6 +88,44 @@ void ruleFlatten(Ctx &C) {
     return C.setType(0, T);
   ArrayRef<Dim> D(X->Dims);
   C.setDims(0, T, {productDim(D.take_front(Axis)), productDim(D.drop_front(Axis))});
+  passValues(C);
+}
+
+/// A transposed integer value of known shape: output element at
+/// coordinates c has the input's at c permuted back.
+static void transposeValues(Ctx &C) {
+  IVec V;
+  SmallVector<int64_t, 4> D;
+  if (!C.vals(0, V) || !knownDims(C.shape(0), D) || D.size() < 2)
+    return;
+  size_t R = D.size();
+  SmallVector<int64_t, 4> Perm;
+  if (auto P = C.N.attrInts("perm")) {
+    for (int64_t A : *P)
+      Perm.push_back(A < 0 ? A + int64_t(R) : A);
+  } else {
+    for (size_t I = R; I-- > 0;)
+      Perm.push_back(int64_t(I));
+  }
+  size_t N = 1;
+  for (int64_t X : D)
+    N *= size_t(X);
+  if (V.size() != N)
+    return;
+  SmallVector<size_t, 4> Stride(R, 1); // of the input, row-major
+  for (size_t I = R - 1; I-- > 0;)
+    Stride[I] = Stride[I + 1] * size_t(D[I + 1]);
+  IVec Res(N);
+  for (size_t K = 0; K < N; ++K) {
+    size_t Rest = K, Src = 0;
+    for (size_t I = R; I-- > 0;) { // output axis I is input axis Perm[I]
+      size_t Ext = size_t(D[Perm[I]]);
+      Src += (Rest % Ext) * Stride[Perm[I]];
+      Rest /= Ext;
+    }
+    Res[K] = V[Src];
+  }
+  C.setVals(0, Res);
 }
 
 void ruleTranspose(Ctx &C) {
@@ -111,6 +149,7 @@ void ruleTranspose(Ctx &C) {
     Out.Dims.assign(X->Dims.rbegin(), X->Dims.rend());
   }
   C.set(0, T, std::move(Out));
+  transposeValues(C);
 }
 
 void ruleSqueeze(Ctx &C) {
@@ -146,7 +185,7 @@ void ruleSqueeze(Ctx &C) {
     if (!Drop[I])
       Out.Dims.push_back(X->Dims[I]);
   C.set(0, T, Out);
-  if (Out.rank() <= 1)
+  if (Out.isFullyKnown() || Out.rank() <= 1)
     passValues(C);
 }
 
@@ -172,8 +211,38 @@ void ruleUnsqueeze(Ctx &C) {
   for (size_t I = 0; I < R; ++I)
     Out.Dims.push_back(New[I] ? Dim::known(1) : X->Dims[J++]);
   C.set(0, T, Out);
-  if (Out.rank() <= 1)
+  if (Out.isFullyKnown() || Out.rank() <= 1)
     passValues(C);
+}
+
+/// Integer values of any rank concatenated along Axis: for each index of
+/// the dims before Axis, each input's block in turn.
+static void concatShapedValues(Ctx &C, int64_t Axis) {
+  SmallVector<IVec, 4> Vals;
+  SmallVector<size_t, 4> Block; // each input's elements from Axis on
+  size_t Outer = 0;
+  for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {
+    if (!C.has(I))
+      continue;
+    IVec V;
+    SmallVector<int64_t, 4> D;
+    if (!C.vals(I, V) || !knownDims(C.shape(I), D) || int64_t(D.size()) <= Axis)
+      return;
+    size_t O = 1, B = 1;
+    for (size_t K = 0; K < D.size(); ++K)
+      (int64_t(K) < Axis ? O : B) *= size_t(D[K]);
+    if (Vals.empty())
+      Outer = O;
+    if (O != Outer || V.size() != O * B)
+      return;
+    Vals.push_back(std::move(V));
+    Block.push_back(B);
+  }
+  IVec All;
+  for (size_t O = 0; O < Outer; ++O)
+    for (size_t I = 0; I < Vals.size(); ++I)
+      All.append(Vals[I].begin() + O * Block[I], Vals[I].begin() + (O + 1) * Block[I]);
+  C.setVals(0, All);
 }
 
 void ruleConcat(Ctx &C) {
@@ -233,7 +302,7 @@ void ruleConcat(Ctx &C) {
   Out.Dims[Axis] = Sum;
   C.set(0, T, Out);
   if (Out.rank() != 1)
-    return;
+    return concatShapedValues(C, Axis);
   IVec All;
   FVec AllF;
   bool Ints = true, Floats = true;
@@ -379,6 +448,37 @@ static Dim symbolicSliceLen(const Dim &D, const IV &St, const IV &En, int64_t St
   return Dim::of(max(Len, Zero));
 }
 
+/// The values of a slice of an integer value of known shape X (any rank):
+/// output coordinate k of axis a is input coordinate First[a] + k Step[a].
+static void sliceValues(Ctx &C, const Shape &X, const Shape &Out, ArrayRef<int64_t> First,
+                        ArrayRef<int64_t> Step) {
+  IVec V;
+  SmallVector<int64_t, 4> D, OD;
+  if (!C.vals(0, V) || !knownDims(&X, D) || !knownDims(&Out, OD))
+    return;
+  size_t R = D.size(), N = 1, In = 1;
+  for (size_t I = 0; I < R; ++I) {
+    N *= size_t(OD[I]);
+    In *= size_t(D[I]);
+  }
+  if (V.size() != In || N > MaxValueElems)
+    return;
+  IVec Res;
+  for (size_t K = 0; K < N; ++K) {
+    size_t Rest = K, Src = 0, Stride = 1;
+    for (size_t I = R; I-- > 0;) {
+      int64_t Coord = First[I] + int64_t(Rest % size_t(OD[I])) * Step[I];
+      Rest /= size_t(OD[I]);
+      if (Coord < 0 || Coord >= D[I])
+        return;
+      Src += size_t(Coord) * Stride;
+      Stride *= size_t(D[I]);
+    }
+    Res.push_back(V[Src]);
+  }
+  C.setVals(0, Res);
+}
+
 void ruleSlice(Ctx &C) {
   DType T = C.elem(0);
   const Shape *X = C.shape(0);
@@ -451,17 +551,8 @@ void ruleSlice(Ctx &C) {
     Out.Dims[A] = symbolicSliceLen(D, St, En, Step);
   }
   C.set(0, T, Out);
-  // Values of a sliced 1-D value.
-  IVec V;
-  if (R != 1 || !AllKnown || !C.vals(0, V) || !Out.Dims[0].isKnown())
-    return;
-  IVec Res;
-  for (int64_t K = 0, P = Firsts[0]; K < Out.Dims[0].extent(); ++K, P += StepOf[0]) {
-    if (P < 0 || size_t(P) >= V.size())
-      return;
-    Res.push_back(V[P]);
-  }
-  C.setVals(0, Res);
+  if (AllKnown)
+    sliceValues(C, *X, Out, Firsts, StepOf);
 }
 
 void ruleGather(Ctx &C) {
@@ -592,8 +683,19 @@ void rulePad(Ctx &C) {
     Pads.assign(P->begin(), P->end());
     S = Ctx::Known;
   }
-  if (S != Ctx::Known)
+  // Pads computed from symbolic dims (torch's F.pad of a padding that makes
+  // a dim divisible): each side an expression.
+  IVec PadVals;
+  if (S == Ctx::Unknown && C.vals(1, PadVals)) {
+    for (const IV &P : PadVals)
+      if (!P.expr())
+        return C.setRank(0, T, R);
+  } else if (S != Ctx::Known) {
     return C.setRank(0, T, R);
+  } else {
+    for (int64_t P : Pads)
+      PadVals.push_back(IV::known(P));
+  }
   SmallVector<int64_t, 4> Axes;
   if (C.has(3)) {
     if (!C.ints(3, Axes))
@@ -602,7 +704,7 @@ void rulePad(Ctx &C) {
     for (size_t I = 0; I < R; ++I)
       Axes.push_back(I);
   }
-  if (Pads.size() != 2 * Axes.size())
+  if (PadVals.size() != 2 * Axes.size())
     return C.setType(0, T);
   Shape Out = *X;
   size_t NA = Axes.size();
@@ -611,13 +713,15 @@ void rulePad(Ctx &C) {
     if (!normAxis(A, R))
       return C.setType(0, T);
     const Dim &D = X->Dims[A];
-    i128 Add = i128(Pads[I]) + Pads[I + NA];
-    if (!D.isKnown())
-      Out.Dims[A] = Add == 0 ? D : Dim{};
-    else if (!extentOk(D.extent() + Add))
-      return C.setType(0, T);
-    else
+    const IV &PB = PadVals[I], &PE = PadVals[I + NA];
+    if (D.isKnown() && PB.Known && PE.Known) {
+      i128 Add = i128(PB.V) + PE.V;
+      if (!extentOk(D.extent() + Add))
+        return C.setType(0, T);
       Out.Dims[A] = Dim::known(int64_t(D.extent() + Add));
+    } else {
+      Out.Dims[A] = Dim::of(sym::add(D.expr(), sym::add(PB.expr(), PE.expr())));
+    }
   }
   C.set(0, T, Out);
 }

@@ -48,6 +48,12 @@ Dim unionDim(const Dim &A, const Dim &B);
 bool broadcastDim(const Dim &A, const Dim &B, Dim &Out);
 bool broadcastInto(Shape &Out, const Shape &S);
 bool normAxis(int64_t &A, int64_t Rank);
+/// S's dims when every one is known.
+bool knownDims(const Shape *S, SmallVectorImpl<int64_t> &Out);
+/// The flat (row-major) index into an input of dims In, broadcast to dims
+/// Out (ONNX's multidirectional rule, In's rank at most Out's), of output
+/// element K.
+size_t broadcastSource(ArrayRef<int64_t> Out, ArrayRef<int64_t> In, size_t K);
 void refineShape(Value &V, const Shape &S);
 
 //===----------------------------------------------------------------------===//
@@ -236,7 +242,7 @@ public:
       return true;
     }
     if (V->IntData && V->IntData->size() <= MaxValueElems &&
-        (!V->Shp || V->Shp->rank() <= 1)) {
+        fitsShape(*V, V->IntData->size())) {
       Out.clear();
       for (int64_t X : *V->IntData)
         Out.push_back(IV::known(X));
@@ -331,15 +337,15 @@ public:
   }
 
 private:
+  /// N elements, row-major, fit V's shape: a 1-D value of unknown length,
+  /// or a shape of any rank whose dims are known and hold N elements.
   static bool fitsShape(const Value &V, size_t N) {
     if (!V.Shp)
       return true;
-    if (V.Shp->rank() > 1)
-      return false;
-    if (V.Shp->rank() == 0)
-      return N == 1;
-    const Dim &D = V.Shp->Dims[0];
-    return !D.isKnown() || size_t(D.extent()) == N;
+    if (V.Shp->rank() == 1 && !V.Shp->Dims[0].isKnown())
+      return true;
+    std::optional<double> E = V.Shp->numElements();
+    return E && *E == double(N);
   }
 };
 

@@ -130,6 +130,34 @@ bool broadcastInto(Shape &Out, const Shape &S) {
   return true;
 }
 
+bool knownDims(const Shape *S, SmallVectorImpl<int64_t> &Out) {
+  Out.clear();
+  if (!S)
+    return false;
+  for (const Dim &D : S->Dims) {
+    if (!D.isKnown())
+      return false;
+    Out.push_back(D.extent());
+  }
+  return true;
+}
+
+size_t broadcastSource(ArrayRef<int64_t> Out, ArrayRef<int64_t> In, size_t K) {
+  size_t Src = 0, Stride = 1;
+  size_t Off = Out.size() - In.size();
+  for (size_t I = Out.size(); I-- > 0;) {
+    size_t Coord = K % size_t(Out[I]);
+    K /= size_t(Out[I]);
+    if (I < Off)
+      continue;
+    int64_t D = In[I - Off];
+    if (D != 1)
+      Src += Coord * Stride;
+    Stride *= size_t(D);
+  }
+  return Src;
+}
+
 bool normAxis(int64_t &A, int64_t Rank) {
   if (A < -Rank || A >= Rank)
     return false;

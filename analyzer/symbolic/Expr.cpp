@@ -295,6 +295,24 @@ std::optional<int64_t> constantMultiple(ExprRef A, ExprRef B) {
   return K;
 }
 
+/// R with each mod(X, C) of the same constant C replaced by X, when R has
+/// one (mod(R, C) is then the same); nullptr otherwise.
+ExprRef innerMod(ExprRef R, int64_t C) {
+  bool Any = false;
+  Terms Out;
+  for (const Term &T : termsOf(R)) {
+    if (T.Mono.size() == 1 && T.Mono[0].Exp == 1 && T.Mono[0].Atom->kind() == Expr::Kind::Mod &&
+        T.Mono[0].Atom->rhs()->constant() == std::optional<int64_t>(C)) {
+      Any = true;
+      for (Term &X : termsOf(scale(T.Mono[0].Atom->lhs(), T.Coef)))
+        Out.push_back(std::move(X));
+    } else {
+      Out.push_back(T);
+    }
+  }
+  return Any ? makePoly(std::move(Out)) : nullptr;
+}
+
 /// floor(R / C) when R is k + floor(X/b) with constants k and b > 0: the
 /// nested floor as one, floor((X + k b) / (b C)); nullptr otherwise.
 ExprRef nestedFloor(ExprRef R, int64_t C) {
@@ -562,6 +580,9 @@ ExprRef sym::mod(ExprRef A, ExprRef B) {
       return nullptr;
     if (R->isConstant()) // 0 <= R < C
       return R;
+    // mod(k + j mod(X, C), C) = mod(k + j X, C): the inner mod is X - C q.
+    if (ExprRef Inner = innerMod(R, C))
+      return mod(Inner, B);
     // mod(g R', g C') = g mod(R', C').
     int64_t G = std::gcd(coefGcd(R), C);
     if (G > 1) {

@@ -111,6 +111,11 @@ TEST(ExprTest, ModIdentities) {
   ExprRef Back = add(mul(B, floorDiv(A, B)), mod(A, B));
   for (int64_t X = 0; X < 20; ++X)
     EXPECT_EQ(eval(Back, {{"n", X}}), 3 * X + 7) << X;
+  // A mod inside a mod of the same divisor: (7 - W mod 7) mod 7 = 6W mod 7.
+  ExprRef Pad = P("mod(7 - mod(W, 7), 7)");
+  EXPECT_EQ(S(Pad), "mod(6*W, 7)");
+  for (int64_t X = 1; X < 30; ++X)
+    EXPECT_EQ(eval(Pad, {{"W", X}}), (7 - X % 7) % 7) << X;
   EXPECT_EQ(eval(P("mod(-7, 3)"), {}), 2); // the sign of the divisor
   EXPECT_EQ(eval(P("mod(7, -3)"), {}), -2);
 }
