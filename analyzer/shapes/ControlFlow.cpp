@@ -14,6 +14,27 @@ void ruleIf(Ctx &C) {
     C.Inf.inferGraph(*Else);
   if (!Then || !Else)
     return;
+  // A condition the graph computes from constants and shapes: the branch
+  // taken, with its values.
+  int64_t Cond;
+  if (C.scalarInt(0, Cond)) {
+    Graph *Taken = Cond ? Then : Else;
+    for (unsigned O = 0; O < C.numOuts() && O < Taken->Outputs.size(); ++O) {
+      Value *A = Taken->Outputs[O];
+      auto E = C.Inf.Elems.find(A);
+      if (E != C.Inf.Elems.end())
+        setElems(C, O, E->second);
+      C.setType(O, A->Elem);
+      if (A->Shp)
+        C.set(O, DType::Undefined, *A->Shp);
+      auto V = C.Inf.Vals.find(A);
+      if (V != C.Inf.Vals.end()) {
+        IVec Copy = V->second;
+        C.setVals(O, Copy);
+      }
+    }
+    return;
+  }
   for (unsigned O = 0; O < C.numOuts(); ++O) {
     if (O >= Then->Outputs.size() || O >= Else->Outputs.size())
       return;

@@ -301,7 +301,8 @@ public:
     if (!V || Xs.size() > MaxValueElems || !fitsShape(*V, Xs.size()))
       return;
     Inf.Vals[V] = IVec(Xs.begin(), Xs.end());
-    if (V->IntData || (V->Elem != DType::Int64 && V->Elem != DType::Int32))
+    if (V->IntData ||
+        (V->Elem != DType::Int64 && V->Elem != DType::Int32 && V->Elem != DType::Bool))
       return;
     for (const IV &X : Xs)
       if (!X.Known)

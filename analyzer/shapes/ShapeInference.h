@@ -5,12 +5,16 @@
 // slow on 100k-node graphs, and its data propagation stops at common torch
 // export patterns such as Shape -> Gather -> Add -> Unsqueeze -> Slice).
 //
-// Alongside shapes it propagates the values of small integer tensors (rank <=
-// 1, at most 64 elements): shape vectors, axes, Slice bounds. An element is
-// known, a dim's symbol (Shape of a [batch,128] input is [batch,128]) or
-// unknown, so "batch" flows through Gather/Concat into a Reshape target and
-// out as the symbol "batch". Fully known int32/int64 values are stored in
-// Value::IntData.
+// Dims are symbolic expressions (analyzer/symbolic/Expr.h): a Conv over a
+// dynamic length gives floor((L - 512)/128) + 1, a Reshape's -1 the quotient
+// of the element counts. Alongside shapes it propagates the values of small
+// integer tensors (any rank, at most 64 elements, row-major): shape vectors,
+// axes, Slice bounds, pad lists. An element is known, an expression (Shape
+// of a [batch,128] input is [batch,128]) or unknown, so "batch" flows through
+// Gather/Concat/Div into a Reshape target and out as a dim. Fully known
+// int32/int64/bool values are stored in Value::IntData; an If whose condition
+// is known takes its branch. Extents only the data decides (NonZero, NMS,
+// Unique, ...) get symbols of their own (ShapeInferenceStats::DataSymbols).
 //
 //===----------------------------------------------------------------------===//
 #ifndef RIDGE_ANALYZER_SHAPES_SHAPEINFERENCE_H

@@ -331,7 +331,16 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
     size_t FirstBodyRow = R.Nodes.size();
     if (!Subs.empty()) {
       seedBodies(N);
-      if (N.OpType == "If" && Subs.size() == 2) {
+      const Value *Cond = N.input(0);
+      const Attribute *ThenA = N.attr("then_branch");
+      if (N.OpType == "If" && Subs.size() == 2 && Cond && Cond->IntData &&
+          Cond->IntData->size() == 1 && ThenA && !ThenA->Graphs.empty()) {
+        // A condition known from constants and shapes: the branch taken.
+        const Graph *Then = ThenA->Graphs[0].get();
+        bool TakeThen = (*Cond->IntData)[0] != 0;
+        for (Graph *Sub : Subs)
+          walk(*Sub, (Sub == Then) == TakeThen ? Multiplier : 0);
+      } else if (N.OpType == "If" && Subs.size() == 2) {
         double A = branchFlops(*Subs[0]), B = branchFlops(*Subs[1]);
         walk(*Subs[0], A >= B ? Multiplier : 0);
         walk(*Subs[1], A >= B ? 0 : Multiplier);

@@ -900,7 +900,7 @@ TEST(ShapeInference, IntegerArithmeticAndSelection) {
   EXPECT_EQ(R.ints("s"), "{5,-9}");
   EXPECT_EQ(R.ints("mx"), "{100,2}");
   EXPECT_EQ(R.type("eq"), "bool[2]");
-  EXPECT_EQ(R.ints("eq"), "<none>"); // bools are not int32/int64
+  EXPECT_EQ(R.ints("eq"), "{1,1}"); // bools kept as 0/1: an If decides on them
   EXPECT_EQ(R.ints("w"), "{7,-7}");
   EXPECT_EQ(R.ints("c32"), "{7,-7}");
   EXPECT_EQ(R.ints("p"), "{48}");
