@@ -173,7 +173,10 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts,
     return Error::success();
   llvm::StringMap<int64_t> Bindings;
   for (const auto &[Name, N] : Opts.DimBindings) {
-    Bindings[Name] = N;
+    auto [It, New] = Bindings.try_emplace(Name, N);
+    if (!New && It->second != N)
+      return usageError(formatv("--dim {0}: bound twice, to {1} and to {2}", Name,
+                                It->second, N));
     M.DimBindings[Name] = N; // for the symbols shape inference makes
   }
   auto Bind = [&](llvm::StringRef Name) -> std::optional<int64_t> {
@@ -188,6 +191,30 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts,
       for (Dim &D : V.Shp->Dims)
         if (D.isSymbolic())
           D = Dim::of(sym::substitute(D.expr(), Bind));
+  return Error::success();
+}
+
+/// Inferred shapes that contradict the file's declared ones, or whose dims
+/// overflow: errors when the user bound dims or input shapes (the binding is
+/// at fault: it names the value and node), else warnings (a file whose
+/// declared shapes are stale).
+Error reportConflicts(llvm::StringRef File, const std::vector<ShapeConflict> &Conflicts,
+                      const LoadOptions &Opts, DiagnosticEngine &Diags) {
+  if (Conflicts.empty())
+    return Error::success();
+  const ShapeConflict &C = Conflicts.front();
+  std::string What =
+      C.Declared.empty()
+          ? formatv("node '{0}' output '{1}': {2}", C.Node, C.Value, C.Inferred).str()
+          : formatv("node '{0}' output '{1}': inferred {2} contradicts the declared {3}",
+                    C.Node, C.Value, C.Inferred, C.Declared)
+                .str();
+  if (Conflicts.size() > 1)
+    What += formatv(" (and {0} more)", Conflicts.size() - 1).str();
+  bool Bound = !Opts.DimBindings.empty() || !Opts.InputShapes.empty();
+  if (Bound && Opts.ConflictsAreErrors)
+    return fileError(File, What + " at the bound dims (--dim, --input-shape)");
+  Diags.warn(File, What);
   return Error::success();
 }
 
@@ -696,6 +723,8 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
     Phase.emplace(Opts.Timer, "load: shape inference");
     ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
     (*M)->DataSymbols = std::move(Stats.DataSymbols);
+    if (Error E = reportConflicts(Path, Stats.Conflicts, Opts, Diags))
+      return E;
     if (Stats.Unknown > 0) {
       Phase.emplace(Opts.Timer, "load: ONNX shape inference (fallback)");
       const onnx::ModelProto *Parsed = protoOf(Path, *P, Opts);
@@ -766,6 +795,7 @@ llvm::Expected<std::unique_ptr<Model>>
 ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
                         llvm::StringRef BatchDim, int64_t Batch, DiagnosticEngine &Diags) {
   LoadOptions LO = Opts;
+  LO.ConflictsAreErrors = false; // the planner names a fixed batch itself
   // The inputs as the file declares them, with the user's --input-shape.
   std::vector<ModelSource::Input> Declared = Src.inputs();
   for (ModelSource::Input &In : Declared)

@@ -19,6 +19,11 @@ struct LoadOptions {
   /// --input-shape NAME=AxBxC: replaces a graph input's shape.
   std::vector<std::pair<std::string, std::vector<int64_t>>> InputShapes;
   bool InferShapes = true;
+  /// An inferred shape that contradicts the file's declared one, or a dim
+  /// that overflows, at bound dims: an error (the user's binding is at
+  /// fault); false: a warning (ridge plan binds the batch itself and says
+  /// what a fixed-batch export does).
+  bool ConflictsAreErrors = true;
   LeanReadOptions Lean;
   Timing *Timer = nullptr; ///< --timing: phases "read", "parse", ...
 };

@@ -39,6 +39,9 @@ int64_t ceilDiv(int64_t A, int64_t B);
 bool extentOk(i128 V);
 bool mulOk(int64_t A, int64_t B, int64_t &R);
 bool addOk(int64_t A, int64_t B, int64_t &R);
+/// Set (on this thread) when dim arithmetic overflowed int64: the
+/// inferencer reports the node (a binding too large for the graph).
+extern thread_local bool DimOverflow;
 Dim productDim(ArrayRef<Dim> Ds);
 Dim addDims(const Dim &A, const Dim &B);
 Dim divDim(const Dim &A, int64_t F);
@@ -165,6 +168,7 @@ public:
   llvm::DenseMap<const Value *, ElemInfo> Elems;
   llvm::StringSet<> UnknownOps;
   std::map<std::string, DataSymbol> DataSymbols;
+  std::vector<ShapeConflict> Conflicts;
   unsigned CallDepth = 0;
 };
 
@@ -199,16 +203,20 @@ public:
   }
   void set(unsigned O, DType T, const Shape &S) const {
     setType(O, T);
-    if (Value *V = out(O))
+    if (Value *V = out(O)) {
+      noteConflict(*V, S);
       refineShape(*V, S);
+    }
   }
   void set(unsigned O, DType T, Shape &&S) const {
     setType(O, T);
     Value *V = out(O);
-    if (V && !V->Shp)
+    if (V && !V->Shp) {
       V->Shp = std::move(S);
-    else if (V)
+    } else if (V) {
+      noteConflict(*V, S);
       refineShape(*V, S);
+    }
   }
   void setDims(unsigned O, DType T, ArrayRef<Dim> D) const {
     Shape S;
@@ -338,6 +346,17 @@ public:
   }
 
 private:
+  /// A known dim the file declares for V that S, inferred, contradicts.
+  void noteConflict(const Value &V, const Shape &S) const {
+    if (!V.Shp || V.Shp->rank() != S.rank())
+      return;
+    for (size_t I = 0; I < S.rank(); ++I)
+      if (V.Shp->Dims[I].isKnown() && S.Dims[I].isKnown() &&
+          V.Shp->Dims[I].extent() != S.Dims[I].extent()) {
+        Inf.Conflicts.push_back({N.Name, V.Name, V.Shp->str(), S.str()});
+        return;
+      }
+  }
   /// N elements, row-major, fit V's shape: a 1-D value of unknown length,
   /// or a shape of any rank whose dims are known and hold N elements.
   static bool fitsShape(const Value &V, size_t N) {

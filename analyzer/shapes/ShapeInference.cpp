@@ -21,7 +21,11 @@ void Inferencer::inferGraph(Graph &G) {
 void Inferencer::inferNode(Node &N) {
   if (RuleFn Fn = findRule(N.Domain, N.OpType)) {
     Ctx C(*this, N, N.OpsetVersion ? N.OpsetVersion : DefaultOpset);
+    DimOverflow = false;
     Fn(C);
+    if (DimOverflow && !N.Outputs.empty() && N.Outputs[0])
+      Conflicts.push_back({N.Name, N.Outputs[0]->Name, "", "a dim that overflows int64"});
+    DimOverflow = false;
     // Subgraphs of ops other than the control flow ones (which infer theirs).
     if (Fn != ruleIf && Fn != ruleLoop && Fn != ruleScan && Fn != ruleSequenceMap)
       for (const Attribute &A : N.Attrs)
@@ -185,6 +189,7 @@ ShapeInferenceStats ridge::inferShapes(Graph &G, const Model &M) {
   for (const auto &E : I.UnknownOps)
     S.UnknownOps.push_back(E.getKey().str());
   S.DataSymbols = std::move(I.DataSymbols);
+  S.Conflicts = std::move(I.Conflicts);
   llvm::sort(S.UnknownOps);
   return S;
 }

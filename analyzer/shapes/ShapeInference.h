@@ -28,6 +28,14 @@
 
 namespace ridge {
 
+/// A node output whose inferred shape contradicts the one the file
+/// declares for it, or whose dim overflows int64 (a binding too large for
+/// the graph's arithmetic).
+struct ShapeConflict {
+  std::string Node, Value;
+  std::string Declared, Inferred; ///< shapes; Declared empty for an overflow
+};
+
 struct ShapeInferenceStats {
   /// Nodes of the graph and its subgraphs (not of model-local function bodies).
   size_t Nodes = 0;
@@ -41,6 +49,8 @@ struct ShapeInferenceStats {
   std::vector<std::string> UnknownOps;
   /// Symbols made for data-dependent extents, by name.
   std::map<std::string, DataSymbol> DataSymbols;
+  /// Outputs whose inferred dims contradict the file's or overflow, in order.
+  std::vector<ShapeConflict> Conflicts;
 };
 
 /// Infers element types, shapes and (for small int64/int32 tensors) values of

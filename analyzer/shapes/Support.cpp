@@ -31,8 +31,18 @@ int64_t ceilDiv(int64_t A, int64_t B) { return -floorDiv(-A, B); }
 bool extentOk(i128 V) { return V >= 0 && V <= MaxExtent; }
 
 /// A op B for non-negative dims; false on overflow.
-bool mulOk(int64_t A, int64_t B, int64_t &R) { return !__builtin_mul_overflow(A, B, &R); }
-bool addOk(int64_t A, int64_t B, int64_t &R) { return !__builtin_add_overflow(A, B, &R); }
+thread_local bool DimOverflow = false;
+
+bool mulOk(int64_t A, int64_t B, int64_t &R) {
+  bool Ok = !__builtin_mul_overflow(A, B, &R);
+  DimOverflow |= !Ok;
+  return Ok;
+}
+bool addOk(int64_t A, int64_t B, int64_t &R) {
+  bool Ok = !__builtin_add_overflow(A, B, &R);
+  DimOverflow |= !Ok;
+  return Ok;
+}
 
 /// Product of dims: anything times a known 0 is 0; otherwise unknown when a
 /// dim is, else the product (batch * 1 = batch, batch * heads).
@@ -46,13 +56,17 @@ Dim productDim(ArrayRef<Dim> Ds) {
       return Dim{};
     P = sym::mul(P, D.expr());
   }
+  DimOverflow |= !P;
   return Dim::of(P);
 }
 
 /// Sum of two dims (batch + 0 = batch, seq + 1).
 Dim addDims(const Dim &A, const Dim &B) {
-  if (A.isKnown() && B.isKnown())
-    return extentOk(i128(A.extent()) + B.extent()) ? Dim::known(A.extent() + B.extent()) : Dim{};
+  if (A.isKnown() && B.isKnown()) {
+    bool Ok = extentOk(i128(A.extent()) + B.extent());
+    DimOverflow |= !Ok;
+    return Ok ? Dim::known(A.extent() + B.extent()) : Dim{};
+  }
   return Dim::of(sym::add(A.expr(), B.expr()));
 }
 
