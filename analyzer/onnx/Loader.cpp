@@ -238,7 +238,8 @@ Error checkBindingsUsed(llvm::StringRef File, const Model &M, const LoadOptions 
       for (const auto &[S, _] : M.DataSymbols)
         Data += (Data.empty() ? "" : ", ") + S;
       return fileError(File, formatv("--dim {0}: the model has no dimension named "
-                                     "'{0}' (symbolic dims of its inputs: {1}{2})",
+                                     "'{0}' (symbolic dims of its inputs: {1}{2}); a "
+                                     "fixed dim is set with --input-shape NAME=AxBxC",
                                      Name, List.empty() ? "none" : List,
                                      Data.empty() ? "" : "; data-dependent: " + Data));
     }
