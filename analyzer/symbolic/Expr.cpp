@@ -887,30 +887,23 @@ private:
       Why = "expected '" + P.str() + "' before '" + peek().Text + "'";
     return false;
   }
-  ExprRef sum() {
-    ExprRef E = product();
+  using BinFn = ExprRef (*)(ExprRef, ExprRef);
+  /// Next (Op Next)*, left-associative, for the operators given (OpB may be
+  /// empty).
+  ExprRef chain(ExprRef (Parser::*Next)(), StringRef OpA, BinFn FA, StringRef OpB, BinFn FB) {
+    ExprRef E = (this->*Next)();
     while (E) {
-      if (accept("+"))
-        E = add(E, product());
-      else if (accept("-"))
-        E = sub(E, product());
+      if (accept(OpA))
+        E = FA(E, (this->*Next)());
+      else if (!OpB.empty() && accept(OpB))
+        E = FB(E, (this->*Next)());
       else
         break;
     }
     return E;
   }
-  ExprRef product() {
-    ExprRef E = unary();
-    while (E) {
-      if (accept("*"))
-        E = mul(E, unary());
-      else if (accept("/"))
-        E = floorDiv(E, unary());
-      else
-        break;
-    }
-    return E;
-  }
+  ExprRef sum() { return chain(&Parser::product, "+", add, "-", sub); }
+  ExprRef product() { return chain(&Parser::unary, "*", mul, "/", floorDiv); }
   ExprRef unary() {
     if (accept("-"))
       return neg(unary());
@@ -965,12 +958,7 @@ private:
     return F == "mod" ? mod(A, B) : F == "min" ? min(A, B) : max(A, B);
   }
   /// floor's and ceil's numerator: a product without a top-level '/'.
-  ExprRef product1() {
-    ExprRef E = unary();
-    while (E && accept("*"))
-      E = mul(E, unary());
-    return E;
-  }
+  ExprRef product1() { return chain(&Parser::unary, "*", mul, "", nullptr); }
 
   StringRef Src;
   std::vector<Token> Toks;
