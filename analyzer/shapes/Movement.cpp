@@ -9,6 +9,14 @@ namespace ridge::shapes {
 /// Out, when that divides exactly ([batch,seq,768] to [batch,seq,12,-1]
 /// gives 64; [batch,seq,768] to [-1,768] gives batch*seq).
 static Dim resolveInferredDim(const Shape &In, const Shape &Out, size_t NegIdx) {
+  Shape Rest = Out;
+  Rest.Dims.erase(Rest.Dims.begin() + NegIdx);
+  if (In.isFullyKnown() && Rest.isFullyKnown()) { // without interning
+    Dim N = productDim(In.Dims), D = productDim(Rest.Dims);
+    if (!N.isKnown() || !D.isKnown() || D.extent() == 0 || N.extent() % D.extent())
+      return Dim{};
+    return Dim::known(N.extent() / D.extent());
+  }
   sym::ExprRef Num = sym::constant(1), Den = sym::constant(1);
   for (const Dim &D : In.Dims) {
     if (!D.isDetermined())

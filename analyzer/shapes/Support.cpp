@@ -47,9 +47,19 @@ bool addOk(int64_t A, int64_t B, int64_t &R) {
 /// Product of dims: anything times a known 0 is 0; otherwise unknown when a
 /// dim is, else the product (batch * 1 = batch, batch * heads).
 Dim productDim(ArrayRef<Dim> Ds) {
-  for (const Dim &D : Ds)
+  bool AllKnown = true;
+  for (const Dim &D : Ds) {
     if (D.isKnown() && D.extent() == 0)
       return Dim::known(0);
+    AllKnown &= D.isKnown();
+  }
+  if (AllKnown) { // the common case, without interning
+    int64_t N = 1;
+    for (const Dim &D : Ds)
+      if (!mulOk(N, D.extent(), N))
+        return Dim{};
+    return Dim::known(N);
+  }
   sym::ExprRef P = sym::constant(1);
   for (const Dim &D : Ds) {
     if (!D.isDetermined())
