@@ -346,9 +346,11 @@ public:
   }
 
 private:
-  /// A known dim the file declares for V that S, inferred, contradicts.
+  /// A known dim the file declares for graph output V that S, inferred,
+  /// contradicts (the model's interface; a value_info's dims are a cache an
+  /// exporter may have left stale, refined as before).
   void noteConflict(const Value &V, const Shape &S) const {
-    if (!V.Shp || V.Shp->rank() != S.rank())
+    if (!V.IsGraphOutput || !V.Shp || V.Shp->rank() != S.rank())
       return;
     for (size_t I = 0; I < S.rank(); ++I)
       if (V.Shp->Dims[I].isKnown() && S.Dims[I].isKnown() &&

@@ -28,9 +28,9 @@
 
 namespace ridge {
 
-/// A node output whose inferred shape contradicts the one the file
-/// declares for it, or whose dim overflows int64 (a binding too large for
-/// the graph's arithmetic).
+/// A graph output whose inferred shape contradicts the one the file
+/// declares for it, or a node output whose dim overflows int64 (a binding
+/// too large for the graph's arithmetic).
 struct ShapeConflict {
   std::string Node, Value;
   std::string Declared, Inferred; ///< shapes; Declared empty for an overflow
