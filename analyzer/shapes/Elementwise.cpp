@@ -182,6 +182,10 @@ static bool broadcastShapedValues(Ctx &C, BinOp Op, bool FMod) {
       Elems *= size_t(X);
     if (V.size() != Elems)
       return false;
+    // Each dim 1 or the output's (a declared output shape may disagree).
+    for (size_t K = 0; K < D.size(); ++K)
+      if (D[K] != 1 && D[K] != OutDims[OutDims.size() - D.size() + K])
+        return false;
     Vals.push_back(std::move(V));
     Dims.push_back(std::move(D));
   }
