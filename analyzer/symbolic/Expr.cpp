@@ -104,6 +104,9 @@ namespace {
 
 using Terms = SmallVector<Term, 1>;
 
+// Floor division and the divisor-signed remainder of int64s, B != 0 and not
+// (INT64_MIN, -1) (callers check): truncating division adjusted, so that no
+// intermediate overflows (A - B * floor(A / B) would near INT64_MIN).
 int64_t floorDivInt(int64_t A, int64_t B) {
   int64_t Q = A / B;
   if ((A % B != 0) && ((A < 0) != (B < 0)))
@@ -111,7 +114,12 @@ int64_t floorDivInt(int64_t A, int64_t B) {
   return Q;
 }
 
-int64_t modInt(int64_t A, int64_t B) { return A - B * floorDivInt(A, B); }
+int64_t modInt(int64_t A, int64_t B) {
+  int64_t R = A % B;
+  if (R != 0 && ((R < 0) != (B < 0)))
+    R += B;
+  return R;
+}
 
 /// The terms of E: its own, or 1 * E for an atom.
 Terms termsOf(ExprRef E) {
@@ -240,10 +248,10 @@ ExprRef scale(ExprRef E, int64_t C) {
 
 /// The gcd of E's coefficients (0 for the zero polynomial).
 int64_t coefGcd(ExprRef E) {
-  int64_t G = 0;
-  for (const Term &T : termsOf(E))
-    G = std::gcd(G, T.Coef < 0 ? -T.Coef : T.Coef);
-  return G;
+  uint64_t G = 0;
+  for (const Term &T : termsOf(E)) // |INT64_MIN| as an unsigned
+    G = std::gcd(G, T.Coef < 0 ? uint64_t(0) - uint64_t(T.Coef) : uint64_t(T.Coef));
+  return G > uint64_t(INT64_MAX) ? 0 : int64_t(G);
 }
 
 /// Splits A's terms over the constant C > 1: A = C * Q + R with every
@@ -251,7 +259,7 @@ int64_t coefGcd(ExprRef E) {
 bool splitByConstant(ExprRef A, int64_t C, ExprRef &Q, ExprRef &R) {
   Terms TQ, TR;
   for (const Term &T : termsOf(A)) {
-    int64_t Qc = floorDivInt(T.Coef, C), Rc = T.Coef - Qc * C;
+    int64_t Qc = floorDivInt(T.Coef, C), Rc = modInt(T.Coef, C);
     if (Qc)
       TQ.push_back({Qc, T.Mono});
     if (Rc)
@@ -283,7 +291,7 @@ std::optional<int64_t> constantMultiple(ExprRef A, ExprRef B) {
   Terms TA = termsOf(A), TB = termsOf(B);
   if (TA.size() != TB.size() || TB.empty())
     return std::nullopt;
-  if (TA[0].Coef % TB[0].Coef)
+  if ((TA[0].Coef == INT64_MIN && TB[0].Coef == -1) || TA[0].Coef % TB[0].Coef)
     return std::nullopt;
   int64_t K = TA[0].Coef / TB[0].Coef;
   for (size_t I = 0; I < TA.size(); ++I) {

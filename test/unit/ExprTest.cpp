@@ -180,6 +180,15 @@ TEST(ExprTest, ErrorsNameTheCause) {
   // A coefficient that overflows makes the expression unknown, not wrapped.
   EXPECT_EQ(mul(constant(INT64_MAX), constant(2)), nullptr);
   EXPECT_EQ(mul(P("4611686018427387904*n"), constant(2)), nullptr);
+  // Coefficients at the ends of int64 divide without overflowing
+  // (A - C * floor(A / C) would): -2^63 * n over 3 and mod 3.
+  ExprRef Min = mul(constant(INT64_MIN), symbol("n"));
+  ExprRef Q = floorDiv(Min, constant(3)), R = mod(Min, constant(3));
+  ASSERT_NE(Q, nullptr);
+  ASSERT_NE(R, nullptr);
+  EXPECT_EQ(eval(R, {{"n", 1}}), 1); // -2^63 = 3 * (-3074457345618258603) + 1
+  EXPECT_EQ(eval(Q, {{"n", 1}}), -3074457345618258603LL);
+  EXPECT_EQ(floorDiv(Min, constant(-1)), nullptr); // would be 2^63 * n
   auto Bad = parse("n +");
   ASSERT_FALSE(Bad);
   EXPECT_NE(llvm::toString(Bad.takeError()).find("cannot parse expression 'n +'"),
