@@ -55,7 +55,7 @@ struct Config {
 
   // Report.
   std::string RooflinePath;   ///< --roofline: chart written after the report
-  std::string Sort = "flops"; ///< flops | bytes | time | name | order
+  std::string Sort = "time"; ///< time | flops | bytes | name | order
   unsigned Top = 50;          ///< rows of the text per-op table (0: all)
 };
 

@@ -105,8 +105,9 @@ static cl::opt<bool> FreezeConstants(
              "ConstantOfShape, DequantizeLinear of an initializer); only initializers"),
     MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<std::string> SortOpt(
-    "sort", cl::desc("Order of per-node rows: flops, bytes, time, name or order (topological)"),
-    cl::init("flops"), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
+    "sort", cl::desc("Order of per-node rows: time (default), flops, bytes, name or order "
+                     "(topological)"),
+    cl::init("time"), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
 static cl::opt<unsigned> TopOpt("top",
                                 cl::desc("Per-node rows in text output (default 50; 0: all; "
                                          "json and csv always have all)"),

@@ -138,12 +138,22 @@ std::vector<T> topByKey(const std::vector<T> &Items, KeyFn Key, size_t Limit) {
   return Out;
 }
 
+/// A modeled node that moves and computes nothing (a Constant, a view, a
+/// Shape): the text table folds these into one line.
+bool costsNothing(const NodeCost &NC) {
+  return NC.Modeled && NC.Fwd.Flops == 0 && NC.Fwd.Bytes == 0 && NC.Fwd.Transcendentals == 0 &&
+         NC.Bwd.Flops == 0 && NC.Bwd.Bytes == 0 && NC.Bwd.Transcendentals == 0;
+}
+
+/// The rows in Cfg.Sort's order (the first Cfg.Top in text output), all or
+/// (FoldFree) those that cost something.
 std::vector<const NodeCost *> sortedRows(const CostResult &C, const RooflineResult &RL,
-                                         const Config &Cfg) {
+                                         const Config &Cfg, bool FoldFree = false) {
   std::vector<const NodeCost *> Rows;
   Rows.reserve(C.Nodes.size());
   for (const NodeCost &NC : C.Nodes)
-    Rows.push_back(&NC);
+    if (!FoldFree || !costsNothing(NC))
+      Rows.push_back(&NC);
   size_t Limit = Cfg.Top && Cfg.Format == OutputFormat::Text ? Cfg.Top : 0;
   if (Cfg.Sort == "name") {
     std::stable_sort(Rows.begin(), Rows.end(),
@@ -338,6 +348,29 @@ std::string seconds(double S) {
   return llvm::formatv("{0:F1} us", S * 1e6).str();
 }
 
+/// What the table left out: rows past --top, and the nodes that cost
+/// nothing, by op type (most first), in one line each.
+void printFolded(const CostResult &C, size_t Shown, llvm::raw_ostream &OS) {
+  std::map<std::string, size_t> Free;
+  size_t NumFree = 0;
+  for (const NodeCost &NC : C.Nodes)
+    if (costsNothing(NC)) {
+      ++Free[NC.N->qualifiedOpType()];
+      ++NumFree;
+    }
+  if (Shown + NumFree < C.Nodes.size())
+    OS << formatv("({0} more rows; --top 0 shows all)\n", C.Nodes.size() - NumFree - Shown);
+  if (!NumFree)
+    return;
+  std::vector<std::pair<std::string, size_t>> ByCount(Free.begin(), Free.end());
+  std::stable_sort(ByCount.begin(), ByCount.end(),
+                   [](const auto &A, const auto &B) { return A.second > B.second; });
+  OS << formatv("({0} node(s) that cost nothing, not listed:", NumFree);
+  for (size_t I = 0; I < ByCount.size(); ++I)
+    OS << (I ? ", " : " ") << ByCount[I].first << " x" << ByCount[I].second;
+  OS << ")\n";
+}
+
 void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
                const Config &Cfg) {
@@ -364,7 +397,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                 RL.Dev->EffMemory,
                 Cfg.SumTerms ? "time = compute + memory" : "time = max(compute, memory)");
 
-  auto Rows = sortedRows(C, RL, Cfg);
+  auto Rows = sortedRows(C, RL, Cfg, /*FoldFree=*/true);
   size_t NameW = 4, OpW = 2, OutW = 6;
   for (const NodeCost *NC : Rows) {
     NameW = std::min<size_t>(40, std::max(NameW, NC->N->Name.size()));
@@ -410,8 +443,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       OS << "  x" << exactNumber(K);
     OS << '\n';
   }
-  if (Rows.size() < C.Nodes.size())
-    OS << formatv("({0} more rows; --top 0 shows all)\n", C.Nodes.size() - Rows.size());
+  printFolded(C, Rows.size(), OS);
 
   OS << "\nper op type:\n";
   size_t TypeW = 8;
