@@ -254,6 +254,19 @@ int64_t coefGcd(ExprRef E) {
   return G > uint64_t(INT64_MAX) ? 0 : int64_t(G);
 }
 
+/// The gcd g of R's coefficients and C > 1, with R replaced by R / g
+/// (exact); 1 when they share no factor.
+int64_t divideByCommonFactor(ExprRef &R, int64_t C) {
+  int64_t G = std::gcd(coefGcd(R), C);
+  if (G <= 1)
+    return 1;
+  Terms T = termsOf(R);
+  for (Term &X : T)
+    X.Coef /= G;
+  R = makePoly(std::move(T));
+  return G;
+}
+
 /// Splits A's terms over the constant C > 1: A = C * Q + R with every
 /// coefficient of R in [0, C).
 bool splitByConstant(ExprRef A, int64_t C, ExprRef &Q, ExprRef &R) {
@@ -540,15 +553,8 @@ ExprRef sym::floorDiv(ExprRef A, ExprRef B) {
     if (ExprRef Nested = nestedFloor(R, C))
       return add(Q, Nested);
     // floor(g R' / g C') = floor(R' / C'): R' is integer-valued.
-    int64_t G = std::gcd(coefGcd(R), C);
-    if (G > 1) {
-      Terms T = termsOf(R);
-      for (Term &X : T)
-        X.Coef /= G;
-      R = makePoly(std::move(T));
-      C /= G;
-    }
-    return add(Q, makeAtom(Expr::Kind::FloorDiv, R, constant(C)));
+    int64_t G = divideByCommonFactor(R, C);
+    return add(Q, makeAtom(Expr::Kind::FloorDiv, R, constant(C / G)));
   }
   if (CA && *CA == 0)
     return A;
@@ -592,14 +598,8 @@ ExprRef sym::mod(ExprRef A, ExprRef B) {
     if (ExprRef Inner = innerMod(R, C))
       return mod(Inner, B);
     // mod(g R', g C') = g mod(R', C').
-    int64_t G = std::gcd(coefGcd(R), C);
-    if (G > 1) {
-      Terms T = termsOf(R);
-      for (Term &X : T)
-        X.Coef /= G;
-      return scale(makeAtom(Expr::Kind::Mod, makePoly(std::move(T)), constant(C / G)), G);
-    }
-    return makeAtom(Expr::Kind::Mod, R, constant(C));
+    int64_t G = divideByCommonFactor(R, C);
+    return scale(makeAtom(Expr::Kind::Mod, R, constant(C / G)), G);
   }
   if (CA && *CA == 0)
     return A;
