@@ -175,12 +175,7 @@ static bool broadcastShapedValues(Ctx &C, BinOp Op, bool FMod) {
   for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {
     IVec V;
     SmallVector<int64_t, 4> D;
-    if (!C.has(I) || !C.vals(I, V) || !knownDims(C.shape(I), D) || D.size() > OutDims.size())
-      return false;
-    size_t Elems = 1;
-    for (int64_t X : D)
-      Elems *= size_t(X);
-    if (V.size() != Elems)
+    if (!C.has(I) || !shapedVals(C, I, V, D) || D.size() > OutDims.size())
       return false;
     // Each dim 1 or the output's (a declared output shape may disagree).
     for (size_t K = 0; K < D.size(); ++K)

@@ -17,23 +17,15 @@ static Dim resolveInferredDim(const Shape &In, const Shape &Out, size_t NegIdx) 
       return Dim{};
     return Dim::known(N.extent() / D.extent());
   }
-  sym::ExprRef Num = sym::constant(1), Den = sym::constant(1);
-  for (const Dim &D : In.Dims) {
-    if (!D.isDetermined())
-      return Dim{};
-    Num = sym::mul(Num, D.expr());
-  }
-  for (size_t I = 0; I < Out.rank(); ++I) {
-    if (I == NegIdx)
-      continue;
-    if (!Out.Dims[I].isDetermined())
-      return Dim{};
-    Den = sym::mul(Den, Out.Dims[I].expr());
-  }
-  if (!Num || !Den || Den->constant() == std::optional<int64_t>(0))
+  auto Determined = [](const Shape &S) {
+    return llvm::all_of(S.Dims, [](const Dim &D) { return D.isDetermined(); });
+  };
+  if (!Determined(In) || !Determined(Rest))
     return Dim{};
-  sym::ExprRef Q = sym::floorDiv(Num, Den);
-  return sym::mul(Q, Den) == Num ? Dim::of(Q) : Dim{};
+  Dim N = productDim(In.Dims), D = productDim(Rest.Dims);
+  if (!N.isDetermined() || !D.isDetermined() || D == Dim::known(0))
+    return Dim{};
+  return Dim::of(sym::divideExactly(N.expr(), D.expr()));
 }
 
 void ruleReshape(Ctx &C) {
@@ -99,34 +91,21 @@ void ruleFlatten(Ctx &C) {
   passValues(C);
 }
 
-/// A transposed integer value of known shape: output element at
-/// coordinates c has the input's at c permuted back.
-static void transposeValues(Ctx &C) {
+/// A transposed integer value of known shape: output axis I is input axis
+/// Perm[I] (validated by ruleTranspose).
+static void transposeValues(Ctx &C, ArrayRef<int64_t> Perm) {
   IVec V;
   SmallVector<int64_t, 4> D;
-  if (!C.vals(0, V) || !knownDims(C.shape(0), D) || D.size() < 2)
+  if (!shapedVals(C, 0, V, D) || D.size() < 2)
     return;
   size_t R = D.size();
-  SmallVector<int64_t, 4> Perm;
-  if (auto P = C.N.attrInts("perm")) {
-    for (int64_t A : *P)
-      Perm.push_back(A < 0 ? A + int64_t(R) : A);
-  } else {
-    for (size_t I = R; I-- > 0;)
-      Perm.push_back(int64_t(I));
-  }
-  size_t N = 1;
-  for (int64_t X : D)
-    N *= size_t(X);
-  if (V.size() != N)
-    return;
   SmallVector<size_t, 4> Stride(R, 1); // of the input, row-major
   for (size_t I = R - 1; I-- > 0;)
     Stride[I] = Stride[I + 1] * size_t(D[I + 1]);
-  IVec Res(N);
-  for (size_t K = 0; K < N; ++K) {
+  IVec Res(V.size());
+  for (size_t K = 0; K < V.size(); ++K) {
     size_t Rest = K, Src = 0;
-    for (size_t I = R; I-- > 0;) { // output axis I is input axis Perm[I]
+    for (size_t I = R; I-- > 0;) {
       size_t Ext = size_t(D[Perm[I]]);
       Src += (Rest % Ext) * Stride[Perm[I]];
       Rest /= Ext;
@@ -142,7 +121,7 @@ void ruleTranspose(Ctx &C) {
   if (!X)
     return C.setType(0, T);
   size_t R = X->rank();
-  Shape Out;
+  SmallVector<int64_t, 4> Perm;
   if (auto P = C.N.attrInts("perm")) {
     if (P->size() != R)
       return C.setType(0, T);
@@ -151,13 +130,17 @@ void ruleTranspose(Ctx &C) {
       if (!normAxis(A, R) || Seen[A])
         return C.setType(0, T);
       Seen[A] = true;
-      Out.Dims.push_back(X->Dims[A]);
+      Perm.push_back(A);
     }
   } else {
-    Out.Dims.assign(X->Dims.rbegin(), X->Dims.rend());
+    for (size_t I = R; I-- > 0;)
+      Perm.push_back(int64_t(I));
   }
+  Shape Out;
+  for (int64_t A : Perm)
+    Out.Dims.push_back(X->Dims[A]);
   C.set(0, T, std::move(Out));
-  transposeValues(C);
+  transposeValues(C, Perm);
 }
 
 void ruleSqueeze(Ctx &C) {
@@ -234,14 +217,14 @@ static void concatShapedValues(Ctx &C, int64_t Axis) {
       continue;
     IVec V;
     SmallVector<int64_t, 4> D;
-    if (!C.vals(I, V) || !knownDims(C.shape(I), D) || int64_t(D.size()) <= Axis)
+    if (!shapedVals(C, I, V, D) || int64_t(D.size()) <= Axis)
       return;
     size_t O = 1, B = 1;
     for (size_t K = 0; K < D.size(); ++K)
       (int64_t(K) < Axis ? O : B) *= size_t(D[K]);
     if (Vals.empty())
       Outer = O;
-    if (O != Outer || V.size() != O * B)
+    if (O != Outer)
       return;
     Vals.push_back(std::move(V));
     Block.push_back(B);
@@ -456,20 +439,18 @@ static Dim symbolicSliceLen(const Dim &D, const IV &St, const IV &En, int64_t St
   return Dim::of(max(Len, Zero));
 }
 
-/// The values of a slice of an integer value of known shape X (any rank):
+/// The values of a slice of an integer value of known shape (any rank):
 /// output coordinate k of axis a is input coordinate First[a] + k Step[a].
-static void sliceValues(Ctx &C, const Shape &X, const Shape &Out, ArrayRef<int64_t> First,
+static void sliceValues(Ctx &C, const Shape &Out, ArrayRef<int64_t> First,
                         ArrayRef<int64_t> Step) {
   IVec V;
   SmallVector<int64_t, 4> D, OD;
-  if (!C.vals(0, V) || !knownDims(&X, D) || !knownDims(&Out, OD))
+  if (!shapedVals(C, 0, V, D) || !knownDims(&Out, OD))
     return;
-  size_t R = D.size(), N = 1, In = 1;
-  for (size_t I = 0; I < R; ++I) {
+  size_t R = D.size(), N = 1;
+  for (size_t I = 0; I < R; ++I)
     N *= size_t(OD[I]);
-    In *= size_t(D[I]);
-  }
-  if (V.size() != In || N > MaxValueElems)
+  if (N > MaxValueElems)
     return;
   IVec Res;
   for (size_t K = 0; K < N; ++K) {
@@ -560,7 +541,7 @@ void ruleSlice(Ctx &C) {
   }
   C.set(0, T, Out);
   if (AllKnown)
-    sliceValues(C, *X, Out, Firsts, StepOf);
+    sliceValues(C, Out, Firsts, StepOf);
 }
 
 void ruleGather(Ctx &C) {

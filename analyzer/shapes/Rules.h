@@ -377,6 +377,9 @@ void setElems(Ctx &C, unsigned O, ElemInfo E);
 /// symbol "<node>.<What>" (recorded, with its Bound when known), or its
 /// --dim binding.
 Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound);
+/// Input I's values and dims, when every dim is known and the values fill
+/// them (row-major).
+bool shapedVals(Ctx &C, unsigned I, IVec &V, SmallVectorImpl<int64_t> &Dims);
 DType attrDType(const Node &N, StringRef Name, DType Default);
 Graph *attrGraph(const Node &N, StringRef Name);
 

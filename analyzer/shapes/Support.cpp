@@ -87,8 +87,7 @@ Dim divDim(const Dim &A, int64_t F) {
     return A;
   if (F <= 0 || !A.isDetermined())
     return Dim{};
-  sym::ExprRef Q = sym::floorDiv(A.expr(), sym::constant(F));
-  return sym::mul(Q, sym::constant(F)) == A.expr() ? Dim::of(Q) : Dim{};
+  return Dim::of(sym::divideExactly(A.expr(), sym::constant(F)));
 }
 
 Dim mulDim(const Dim &A, int64_t F) {
@@ -281,9 +280,9 @@ IV evalSymbolic(BinOp Op, const IV &A, const IV &B, bool FMod) {
   case BinOp::Div: {
     if (B.is(0))
       return IV{};
-    sym::ExprRef Q = sym::floorDiv(X, Y);
-    bool Exact = sym::mul(Q, Y) == X;
-    return Exact || (NonNeg(X) && NonNeg(Y)) ? IV::of(Q) : IV{};
+    if (sym::ExprRef Q = sym::divideExactly(X, Y))
+      return IV::of(Q);
+    return NonNeg(X) && NonNeg(Y) ? IV::of(sym::floorDiv(X, Y)) : IV{};
   }
   case BinOp::Mod:
     if (B.is(0))
@@ -383,6 +382,15 @@ Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound) {
   if (It != C.Inf.M.DimBindings.end())
     return Dim::known(It->second);
   return Dim::symbolic(Name);
+}
+
+bool shapedVals(Ctx &C, unsigned I, IVec &V, SmallVectorImpl<int64_t> &Dims) {
+  if (!C.vals(I, V) || !knownDims(C.shape(I), Dims))
+    return false;
+  size_t N = 1;
+  for (int64_t D : Dims)
+    N *= size_t(D);
+  return V.size() == N;
 }
 
 DType attrDType(const Node &N, StringRef Name, DType Default) {

@@ -573,6 +573,11 @@ ExprRef sym::floorDiv(ExprRef A, ExprRef B) {
   return makeAtom(Expr::Kind::FloorDiv, A, B);
 }
 
+ExprRef sym::divideExactly(ExprRef A, ExprRef B) {
+  ExprRef Q = floorDiv(A, B);
+  return Q && mul(Q, B) == A ? Q : nullptr;
+}
+
 ExprRef sym::ceilDiv(ExprRef A, ExprRef B) { return neg(floorDiv(neg(A), B)); }
 
 ExprRef sym::mod(ExprRef A, ExprRef B) {

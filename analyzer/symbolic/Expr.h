@@ -117,6 +117,8 @@ ExprRef pow(ExprRef A, unsigned N);
 /// floor(A / B); nullptr when B is the constant 0 or a negative constant
 /// divides a symbolic A (ONNX's shape arithmetic never does).
 ExprRef floorDiv(ExprRef A, ExprRef B);
+/// A / B when B divides A exactly (floor(A / B) * B is A); nullptr otherwise.
+ExprRef divideExactly(ExprRef A, ExprRef B);
 /// ceil(A / B) = -floor(-A / B).
 ExprRef ceilDiv(ExprRef A, ExprRef B);
 /// A - B * floor(A / B): the sign of B (Python's %, ONNX Mod with fmod=0).

@@ -97,6 +97,10 @@ TEST(ExprTest, FloorDivisionIdentities) {
   ExprRef Ceil = ceilDiv(sub(W, constant(3)), constant(2));
   for (int64_t X = 3; X < 12; ++X)
     EXPECT_EQ(eval(Ceil, {{"W", X}}), (X - 3 + 1) / 2) << X;
+  // divideExactly: the quotient only when nothing is left over.
+  EXPECT_EQ(divideExactly(P("batch*seq*768"), P("seq*12")), P("64*batch"));
+  EXPECT_EQ(divideExactly(P("seq"), constant(2)), nullptr);
+  EXPECT_EQ(divideExactly(P("2*seq + 2"), constant(2)), P("seq + 1"));
   // Division by zero is unknown, not an answer.
   EXPECT_EQ(floorDiv(W, constant(0)), nullptr);
 }
