@@ -50,6 +50,9 @@ struct Config {
   /// Add compute and memory time instead of taking the larger (a kernel
   /// that does not overlap its loads with its arithmetic).
   bool SumTerms = false;
+  /// --time-model roofline: time every op by the roofline alone (its bound),
+  /// also on a GPU whose device file enables the kernel model.
+  bool RooflineTimes = false;
   /// fp32 matrix products on TF32 tensor cores (the device's tf32 peak).
   bool TF32 = false;
 

@@ -59,7 +59,7 @@ bool hasError(IO &Io) {
 const char TopKeys[] =
     "name, aliases, kind, peak_flops, vector_flops, transcendentals_per_s, "
     "memory, cache, host_link, node, intra_node, inter_node, "
-    "efficiency, efficiency_curves, kernel_overlap, launch_overhead";
+    "efficiency, efficiency_curves, kernel_overlap, launch_overhead, cores";
 
 /// Called first in each section's mapping function; the parent restores the
 /// top level after the section (unknown keys are reported after mapping()
@@ -172,6 +172,15 @@ struct VectorSection {
 };
 struct CurvesSection {
   Device *D;
+};
+struct CoresSection {
+  Device *D;
+};
+/// cores.matrix_units as written: dtype names.
+struct TypeList {
+  std::vector<std::string> Items;
+  std::vector<std::string>::iterator begin() { return Items.begin(); }
+  std::vector<std::string>::iterator end() { return Items.end(); }
 };
 /// One efficiency curve as a flow list of "threshold:efficiency" strings.
 struct CurveList {
@@ -289,6 +298,56 @@ template <> struct SequenceTraits<CurveList> {
     return L.Items[I];
   }
   [[maybe_unused]] static const bool flow = true;
+};
+
+template <> struct SequenceTraits<TypeList> {
+  static size_t size(IO &, TypeList &L) { return L.Items.size(); }
+  static std::string &element(IO &, TypeList &L, size_t I) {
+    if (I >= L.Items.size())
+      L.Items.resize(I + 1);
+    return L.Items[I];
+  }
+  [[maybe_unused]] static const bool flow = true;
+};
+
+template <> struct MappingTraits<CoresSection> {
+  static void mapping(IO &Io, CoresSection &C) {
+    enterSection(Io, "cores", "count, matrix_units");
+    Device &D = *C.D;
+    CountField Count(&D.ComputeUnits, "cores.count");
+    mapValue(Io, "count", Count.Path, Count);
+    require(Io, Count.Seen, Count.Path);
+    TypeList Types;
+    if (Io.outputting()) {
+      if (D.Tf32MatrixUnits)
+        Types.Items.push_back("tf32");
+      for (DType T : D.MatrixUnitTypes)
+        for (const PeakKey &K : PeakKeys)
+          if (K.T == T)
+            Types.Items.push_back(K.Key);
+    }
+    if (!Io.outputting() || !Types.Items.empty())
+      mapValue(Io, "matrix_units", "cores.matrix_units", Types);
+    if (Io.outputting() || hasError(Io))
+      return;
+    for (const std::string &Name : Types.Items) {
+      const PeakKey *Found = nullptr;
+      for (const PeakKey &K : PeakKeys)
+        if (Name == K.Key)
+          Found = &K;
+      if (!Found) {
+        Io.setError(formatv("cores.matrix_units: unknown type '{0}' (expected fp64, fp32, "
+                            "tf32, bf16, fp16, fp8 or int8)",
+                            Name)
+                        .str());
+        return;
+      }
+      if (Found->T == DType::Undefined)
+        D.Tf32MatrixUnits = true;
+      else
+        D.MatrixUnitTypes.push_back(Found->T);
+    }
+  }
 };
 
 template <> struct MappingTraits<VectorSection> {
@@ -442,14 +501,17 @@ template <> struct MappingTraits<NodeSection> {
 
 template <> struct MappingTraits<EffSection> {
   static void mapping(IO &Io, EffSection &E) {
-    enterSection(Io, "efficiency", "compute, memory, intra_node, inter_node");
+    enterSection(Io, "efficiency", "compute, simt, memory, intra_node, inter_node");
     NumField Compute(&E.D->EffCompute, "efficiency.compute", Range::Fraction);
+    NumField Simt(&E.D->EffSimt, "efficiency.simt", Range::Fraction);
     NumField Memory(&E.D->EffMemory, "efficiency.memory", Range::Fraction);
     NumField Intra(&E.D->EffIntraNode, "efficiency.intra_node",
                    Range::Fraction);
     NumField Inter(&E.D->EffInterNode, "efficiency.inter_node",
                    Range::Fraction);
     mapValue(Io, "compute", Compute.Path, Compute);
+    if (!Io.outputting() || E.D->EffSimt > 0)
+      mapValue(Io, "simt", Simt.Path, Simt);
     mapValue(Io, "memory", Memory.Path, Memory);
     mapValue(Io, "intra_node", Intra.Path, Intra);
     mapValue(Io, "inter_node", Inter.Path, Inter);
@@ -519,6 +581,9 @@ template <> struct MappingTraits<DeviceDoc> {
       mapValue(Io, "kernel_overlap", "kernel_overlap", D.KernelOverlap);
     NumField Launch(&D.LaunchOverhead, "launch_overhead", Range::NonNegative);
     mapValue(Io, "launch_overhead", Launch.Path, Launch);
+    CoresSection Cores{&D};
+    if (!Out || D.ComputeUnits > 0)
+      Section("cores", Cores);
 
     require(Io, Name.Seen, "name");
     require(Io, Kind.Seen, "kind");

@@ -59,6 +59,22 @@ struct Device {
   unsigned DevicesPerNode = 1;
   double EffCompute = 1, EffMemory = 1, EffIntraNode = 1, EffInterNode = 1;
   double LaunchOverhead = 0; ///< seconds per op launch
+  /// `cores.count`: streaming multiprocessors (compute units); 0 when not
+  /// given, and then the kernel model does not apply (roofline times only).
+  unsigned ComputeUnits = 0;
+  /// `cores.matrix_units`: the dtypes tensor cores (matrix units) multiply;
+  /// tf32 is listed as Tf32 below.
+  std::vector<DType> MatrixUnitTypes;
+  bool Tf32MatrixUnits = false;
+  /// `efficiency.simt`: EffCompute for products on CUDA cores, where a
+  /// board's power limit holds them lower than its tensor cores; 0: EffCompute.
+  double EffSimt = 0;
+  bool hasMatrixUnits(DType T) const {
+    for (DType M : MatrixUnitTypes)
+      if (M == T)
+        return true;
+    return false;
+  }
   /// Non-tensor-core rates per dtype (element-wise work); fp32 peak if absent.
   std::map<DType, double> VectorFlops;
   /// Size-dependent efficiencies; empty: the flat EffCompute / EffMemory.

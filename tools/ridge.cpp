@@ -122,6 +122,15 @@ static cl::opt<std::string> DeviceFile(
 static cl::opt<bool> NoOverlap(
     "no-overlap", cl::desc("Add compute and memory time per op instead of taking the larger"),
     MODEL_SUBS, cl::cat(RidgeCat));
+enum class TimeModel { Kernels, Roofline };
+static cl::opt<TimeModel> TimeModelOpt(
+    "time-model", cl::desc("How op times are predicted"), cl::init(TimeModel::Kernels),
+    cl::values(clEnumValN(TimeModel::Kernels, "kernels",
+                          "each op's kernels: waves, K depth, bandwidth, launch (GPUs whose "
+                          "device file gives cores.count; the roofline elsewhere)"),
+               clEnumValN(TimeModel::Roofline, "roofline",
+                          "the roofline bound: max(compute, memory) at derated peaks")),
+    MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> TF32Opt("tf32", cl::desc("Run fp32 matrix products on TF32 tensor cores"),
                              MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<std::string> RooflineOut(
@@ -358,6 +367,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
   C.Top = TopOpt;
   C.Dev = Dev;
   C.SumTerms = NoOverlap;
+  C.RooflineTimes = TimeModelOpt == TimeModel::Roofline;
   C.TF32 = TF32Opt;
   C.RooflinePath = RooflineOut;
   return C;

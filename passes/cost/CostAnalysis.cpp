@@ -381,6 +381,8 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
       if (mayCarryGrad(V))
         NeedsGrad.insert(V);
   NC.NeedsBackward = C.anyGrad() || BodyNeedsBackward;
+  for (unsigned I = 0; I < C.InputNeedsGrad.size() && I < 8; ++I)
+    NC.GradInputs |= uint8_t(C.InputNeedsGrad[I]) << I;
 
   const OpRule *Rule = findOpRule(N.Domain, N.OpType);
   if (!Rule) {

@@ -83,6 +83,9 @@ struct NodeCost {
   UnmodeledReason Unmodeled; ///< why not, when !Modeled
   bool Modeled = false;
   bool NeedsBackward = false;
+  /// Bit I: input I (I < 8) needs a gradient (which backward kernels run).
+  uint8_t GradInputs = 0;
+  bool inputNeedsGrad(unsigned I) const { return I < 8 && (GradInputs >> I & 1); }
 };
 
 /// Formula helpers, each with its formula; unit-tested.

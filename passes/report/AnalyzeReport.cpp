@@ -188,12 +188,26 @@ llvm::json::Object phaseJson(const PhaseCost &P) {
                             {"bytes", P.Bytes}};
 }
 
-llvm::json::Object phaseTimeJson(const PhaseTime &P) {
-  return llvm::json::Object{
+/// A phase's time; with the kernel model also its limit and its kernels,
+/// recomputed here (the analysis keeps only their sum).
+llvm::json::Object phaseTimeJson(const PhaseTime &P, const NodeCost &NC, bool Bwd,
+                                 DType T, const Config &Cfg) {
+  llvm::json::Object O{
       {"seconds", P.Seconds},
       {"intensity", std::isfinite(P.Intensity) ? llvm::json::Value(P.Intensity) : nullptr},
       {"attainable_flops", P.Attainable},
       {"bound", boundName(P.B)}};
+  if (!Cfg.Dev || !hasKernelModel(*Cfg.Dev, Cfg))
+    return O;
+  O["limit"] = limitName(P.Why);
+  llvm::json::Array Kernels;
+  for (const KernelTime &K : nodeKernels(NC, Bwd, *Cfg.Dev, T, Cfg).Kernels)
+    Kernels.push_back(llvm::json::Object{{"name", K.Name},
+                                         {"seconds", K.Seconds},
+                                         {"launches", K.Count},
+                                         {"limit", limitName(K.Why)}});
+  O["kernels"] = std::move(Kernels);
+  return O;
 }
 
 void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
@@ -225,9 +239,9 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       O["saved_bytes"] = nodeSavedBytes(NC, C, floatBytes(Cfg));
       O["needs_backward"] = NC.NeedsBackward;
       const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
-      O["fwd_time"] = phaseTimeJson(R.Fwd);
+      O["fwd_time"] = phaseTimeJson(R.Fwd, NC, false, R.Type, Cfg);
       if (NC.NeedsBackward)
-        O["bwd_time"] = phaseTimeJson(R.Bwd);
+        O["bwd_time"] = phaseTimeJson(R.Bwd, NC, true, R.Type, Cfg);
     } else {
       O["unmodeled_reason"] = NC.Unmodeled.str();
     }
@@ -395,7 +409,10 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                 RL.Dev->Name, dtypeName(RL.StepType), siNumber(RL.MatrixPeak, "FLOP/s"),
                 siNumber(RL.Bandwidth, "B/s"), RL.RidgePoint, RL.Dev->EffCompute,
                 RL.Dev->EffMemory,
-                Cfg.SumTerms ? "time = compute + memory" : "time = max(compute, memory)");
+                hasKernelModel(*RL.Dev, Cfg)
+                    ? formatv("time = its kernels on {0} SMs", RL.Dev->ComputeUnits).str()
+                : Cfg.SumTerms ? "time = compute + memory"
+                               : "time = max(compute, memory)");
 
   auto Rows = sortedRows(C, RL, Cfg, /*FoldFree=*/true);
   size_t NameW = 4, OpW = 2, OutW = 6;
@@ -407,11 +424,14 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   auto Clip = [](std::string S, size_t W) {
     return S.size() <= W ? S : S.substr(0, W - 1) + "~";
   };
-  OS << formatv("{0} {1} {2} {3,10} {4,10} {5,10} {6,10} {7,8} {8,10} {9,-8} {10,10}\n",
+  // With the kernel model: what costs each row most, forward/backward.
+  bool Limits = hasKernelModel(*RL.Dev, Cfg);
+  OS << formatv("{0} {1} {2} {3,10} {4,10} {5,10} {6,10} {7,8} {8,10} {9,-8} {10,10}{11}\n",
                 llvm::fmt_align("node", llvm::AlignStyle::Left, NameW),
                 llvm::fmt_align("op", llvm::AlignStyle::Left, OpW),
                 llvm::fmt_align("output", llvm::AlignStyle::Left, OutW), "fwd FLOP",
-                "bwd FLOP", "MACs", "bytes", "FLOP/B", "time", "bound", "saved");
+                "bwd FLOP", "MACs", "bytes", "FLOP/B", "time", "bound", "saved",
+                Limits ? "  limit" : "");
   for (const NodeCost *NC : Rows) {
     OS << formatv("{0} {1} {2} ",
                   llvm::fmt_align(Clip(NC->N->Name, NameW), llvm::AlignStyle::Left, NameW),
@@ -439,6 +459,11 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                       ? BoundStr
                       : formatv("{0,-8}", BoundStr).str(),
                   siNumber(nodeSavedBytes(*NC, C, floatBytes(Cfg)) * K, "B"));
+    if (Limits) {
+      OS << "  " << limitName(R.Fwd.Why);
+      if (NC->NeedsBackward && R.Bwd.Why != R.Fwd.Why)
+        OS << "/" << limitName(R.Bwd.Why);
+    }
     if (K != 1)
       OS << "  x" << exactNumber(K);
     OS << '\n';

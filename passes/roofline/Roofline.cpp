@@ -59,6 +59,27 @@ PhaseTime ridge::placeOnDevice(const PhaseCost &P, const Device &D, DType T,
                     Cfg.SumTerms || !D.KernelOverlap);
 }
 
+PhaseTime ridge::placeNode(const NodeCost &NC, bool Bwd, const Device &D, DType T,
+                           const Config &Cfg) {
+  PhaseTime P = placeOnDevice(Bwd ? NC.Bwd : NC.Fwd, D, T, Cfg);
+  if (!hasKernelModel(D, Cfg))
+    return P;
+  PhaseKernels K = nodeKernels(NC, Bwd, D, T, Cfg);
+  P.Seconds = K.seconds();
+  P.Why = K.why();
+  switch (P.Why) {
+  case Limit::None: P.B = Bound::None; break;
+  case Limit::Bandwidth:
+  case Limit::Latency: P.B = Bound::Memory; break;
+  case Limit::Launch: P.B = Bound::Launch; break;
+  case Limit::Vector:
+    P.B = P.TranscS > P.ComputeS ? Bound::Transcendental : Bound::Compute;
+    break;
+  default: P.B = Bound::Compute; break;
+  }
+  return P;
+}
+
 llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   if (!Cfg.Dev)
@@ -96,9 +117,9 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
         }
     if (!D.peak(NR.Type) && !(NR.Type == DType::Float && Cfg.TF32 && D.Tf32Flops > 0))
       Fallbacks.insert(NR.Type);
-    NR.Fwd = placeOnDevice(NC.Fwd, D, NR.Type, Cfg);
+    NR.Fwd = placeNode(NC, false, D, NR.Type, Cfg);
     if (NC.NeedsBackward)
-      NR.Bwd = placeOnDevice(NC.Bwd, D, NR.Type, Cfg);
+      NR.Bwd = placeNode(NC, true, D, NR.Type, Cfg);
     double K = NC.Multiplier;
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;

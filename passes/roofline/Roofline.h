@@ -9,6 +9,8 @@
 //          + the device's launch floor for every phase that runs a kernel.
 // Matrix products and convolutions run at the dtype's (tensor-core) peak;
 // every other FLOP at the vector fp32 rate, as element-wise kernels do.
+// On a GPU whose file gives its SM count, each node's time is instead that
+// of its kernels (KernelModel.h); the roofline terms stay as the bound.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RIDGE_PASSES_ROOFLINE_ROOFLINE_H
@@ -17,6 +19,7 @@
 #include "devices/Device.h"
 #include "passes/cost/CostModel.h"
 #include "passes/cost/TrainingStep.h"
+#include "passes/roofline/KernelModel.h"
 
 namespace ridge {
 
@@ -29,6 +32,9 @@ struct PhaseTime {
   double Intensity = 0;  ///< FLOP per byte (infinity when no bytes move)
   double Attainable = 0; ///< FLOP/s: min(pi_eff, beta * I)
   Bound B = Bound::None;
+  /// With the kernel model: the effect that costs the phase's slowest
+  /// kernel most (waves, K depth, bandwidth, launch, ...); None without it.
+  Limit Why = Limit::None;
 };
 
 struct NodeRoofline {
@@ -66,6 +72,12 @@ struct RooflineAnalysis {
 /// time = max of the terms, or their sum with --no-overlap or a device whose
 /// kernels do not overlap.
 PhaseTime placeOnDevice(const PhaseCost &P, const Device &D, DType T, const Config &Cfg);
+
+/// One phase of node NC: on a device with the kernel model (hasKernelModel),
+/// the roofline terms of placeOnDevice with the time and bound of the
+/// node's kernels (KernelModel.h); else placeOnDevice.
+PhaseTime placeNode(const NodeCost &NC, bool Bwd, const Device &D, DType T,
+                    const Config &Cfg);
 
 /// One phase on the roofline with explicit rates; exposed for unit tests.
 PhaseTime placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,

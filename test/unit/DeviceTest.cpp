@@ -62,6 +62,10 @@ void expectSameDevice(const Device &A, const Device &B) {
   EXPECT_EQ(A.TranscendentalsPerS, B.TranscendentalsPerS);
   EXPECT_EQ(A.MemBandwidth, B.MemBandwidth);
   EXPECT_EQ(A.MemCapacity, B.MemCapacity);
+  EXPECT_EQ(A.ComputeUnits, B.ComputeUnits);
+  EXPECT_EQ(A.MatrixUnitTypes, B.MatrixUnitTypes);
+  EXPECT_EQ(A.Tf32MatrixUnits, B.Tf32MatrixUnits);
+  EXPECT_EQ(A.EffSimt, B.EffSimt);
   EXPECT_EQ(A.CacheSize, B.CacheSize);
   EXPECT_EQ(A.CacheBandwidth, B.CacheBandwidth);
   for (auto [L, R] : {std::pair(&A.HostLink, &B.HostLink),
@@ -81,9 +85,31 @@ void expectSameDevice(const Device &A, const Device &B) {
 
 } // namespace
 
+TEST(ShippedDevices, CoresForTheKernelModel) {
+  std::vector<Device> Ds = shipped();
+  auto Find = [&](llvm::StringRef Name) -> const Device & {
+    for (const Device &D : Ds)
+      if (D.Name == Name)
+        return D;
+    ADD_FAILURE() << Name.str();
+    return Ds.front();
+  };
+  const Device &T4 = Find("T4");
+  EXPECT_EQ(T4.ComputeUnits, 40u);
+  EXPECT_TRUE(T4.hasMatrixUnits(DType::Float16));
+  EXPECT_FALSE(T4.hasMatrixUnits(DType::Float));
+  EXPECT_DOUBLE_EQ(T4.EffSimt, 0.57);
+  const Device &A100 = Find("A100-SXM4-80GB");
+  EXPECT_EQ(A100.ComputeUnits, 108u);
+  EXPECT_TRUE(A100.Tf32MatrixUnits);
+  EXPECT_TRUE(A100.hasMatrixUnits(DType::BFloat16));
+  EXPECT_EQ(Find("P100-PCIE-16GB").ComputeUnits, 56u);
+  EXPECT_TRUE(Find("P100-PCIE-16GB").MatrixUnitTypes.empty());
+}
+
 TEST(ShippedDevices, AllLoadAndAreSane) {
   std::vector<Device> Ds = shipped();
-  ASSERT_EQ(Ds.size(), 11u);
+  ASSERT_EQ(Ds.size(), 15u);
   for (size_t I = 0; I < Ds.size(); ++I) {
     const Device &D = Ds[I];
     SCOPED_TRACE(D.Name);
@@ -92,8 +118,11 @@ TEST(ShippedDevices, AllLoadAndAreSane) {
     EXPECT_GT(D.MemBandwidth, 0);
     EXPECT_GT(D.MemCapacity, 0);
     EXPECT_GE(D.DevicesPerNode, 1u);
-    EXPECT_TRUE(D.IntraNode.present());
-    EXPECT_TRUE(D.InterNode.present());
+    // Single workstation cards (DeepBench's GPUs) have no scale-up domain.
+    if (D.DevicesPerNode > 1) {
+      EXPECT_TRUE(D.IntraNode.present());
+      EXPECT_TRUE(D.InterNode.present());
+    }
     for (double E :
          {D.EffCompute, D.EffMemory, D.EffIntraNode, D.EffInterNode}) {
       EXPECT_GT(E, 0);
@@ -341,11 +370,15 @@ TEST(ParseDevice, ValidationErrorsNameLineAndKey) {
       {"fractional devices per node", M + "node:\n  devices_per_node: 2.5\n",
        "bad.yaml:9:21: node.devices_per_node: expected a whole number >= 1, "
        "got '2.5'"},
+      {"unknown matrix unit type", M + "cores:\n  count: 4\n  matrix_units: [fp16, fp4]\n",
+       "cores.matrix_units: unknown type 'fp4'"},
+      {"cores without a count", M + "cores:\n  matrix_units: [fp16]\n",
+       "cores.count"},
       {"negative launch overhead", M + "launch_overhead: -1e-6\n",
        "bad.yaml:8:18: launch_overhead: must not be negative, got -1e-6"},
       {"scalar section", M + "efficiency: 0.8\n",
        "bad.yaml:8:13: efficiency: expected a mapping with keys compute, "
-       "memory, "
+       "simt, memory, "
        "intra_node, inter_node"},
       {"scalar aliases", M + "aliases: t\n",
        "bad.yaml:8:10: aliases: expected a list such as [name1, name2]"},

@@ -1,0 +1,409 @@
+//===- KernelModel.cpp - How the libraries run each op, kernel by kernel --===//
+#include "passes/roofline/KernelModel.h"
+#include <algorithm>
+#include <cmath>
+
+using namespace ridge;
+
+const char *ridge::limitName(Limit L) {
+  switch (L) {
+  case Limit::None: return "-";
+  case Limit::Compute: return "compute";
+  case Limit::Waves: return "waves";
+  case Limit::Tiles: return "tiles";
+  case Limit::KDepth: return "k-depth";
+  case Limit::Bandwidth: return "bandwidth";
+  case Limit::Latency: return "latency";
+  case Limit::Launch: return "launch";
+  case Limit::Recurrence: return "recurrence";
+  case Limit::Vector: return "vector";
+  }
+  return "?";
+}
+
+Limit PhaseKernels::why() const {
+  const KernelTime *Top = nullptr;
+  for (const KernelTime &K : Kernels)
+    if (!Top || K.Seconds > Top->Seconds)
+      Top = &K;
+  return Top ? Top->Why : Limit::None;
+}
+
+const kernels::Constants &kernels::constants() {
+  static const Constants C;
+  return C;
+}
+
+namespace {
+
+struct Tile {
+  double A, B;
+};
+// Output tiles (rows x columns of C per thread block) the libraries choose
+// among, largest first: cuBLAS/CUTLASS SIMT SGEMM tiles top out at 128x128,
+// tensor-core tiles at 256x128 (CUTLASS's default and cuBLAS's largest
+// Volta-to-Hopper HMMA tiles). Both orientations are listed.
+const Tile SimtTiles[] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}, {128, 32},
+                          {32, 128},  {64, 32},  {32, 64},  {32, 32}};
+const Tile TensorTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64},
+                            {64, 128},  {64, 64},   {64, 32},   {32, 64}};
+
+double reuse(const Tile &T) { return T.A * T.B / (T.A + T.B); }
+
+/// One tiling and split of a product, timed.
+struct Candidate {
+  double Seconds = INFINITY;
+  double Compute = 0, Memory = 0;
+  double WaveLoss = 1, TileLoss = 1, KLoss = 1;
+};
+
+Candidate timeTiling(const GemmShape &S, const Tile &T, double Eff, double E,
+                     double Split, const MathUnit &U, unsigned SMs, double ElemBytes,
+                     double Bandwidth, double Launch) {
+  const kernels::Constants &K = kernels::constants();
+  Candidate C;
+  double Conc = std::clamp(std::floor(128 * 128 / (T.A * T.B)), 1.0, 4.0);
+  double RowTiles = std::ceil(S.M / T.A), ColTiles = std::ceil(S.N / T.B);
+  double Tiles = RowTiles * ColTiles * S.Batch * Split;
+  double Waves = std::ceil(Tiles / (SMs * Conc));
+  double KSlice = S.K / Split;
+  C.Compute = Waves * Conc * 2 * T.A * T.B * (KSlice + K.K0) / (U.PeakPerSM * Eff);
+  double Beta = Bandwidth * K.MemEff;
+  C.Memory = (S.M * S.K + S.K * S.N + S.M * S.N) * S.Batch * ElemBytes / Beta;
+  // A split K writes Split partial results in fp32 and reduces them.
+  double Reduce = Split > 1 ? Split * S.M * S.N * S.Batch * 4 * 2 / Beta + Launch : 0;
+  C.Seconds = std::max(C.Compute, C.Memory) + Reduce;
+  C.WaveLoss = Waves * SMs * Conc / Tiles;
+  C.TileLoss = RowTiles * T.A * ColTiles * T.B / (S.M * S.N) * (E / Eff);
+  C.KLoss = (KSlice + K.K0) / KSlice;
+  return C;
+}
+
+/// The effect that costs a compute-bound candidate most, or Compute when
+/// none costs more than 10%.
+Limit largestLoss(const Candidate &C) {
+  double Worst = std::max({C.WaveLoss, C.TileLoss, C.KLoss});
+  if (Worst < 1.1)
+    return Limit::Compute;
+  if (Worst == C.WaveLoss)
+    return Limit::Waves;
+  return Worst == C.TileLoss ? Limit::Tiles : Limit::KDepth;
+}
+
+} // namespace
+
+KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U,
+                         unsigned SMs, double ElemBytes, double Bandwidth,
+                         double Launch) {
+  const Constants &K = constants();
+  KernelTime Out;
+  Out.Name = Name;
+  if (!(S.M > 0 && S.N > 0 && S.K > 0 && S.Batch > 0) || SMs == 0 || !(U.PeakPerSM > 0))
+    return Out;
+  llvm::ArrayRef<Tile> Tiles = U.Tensor ? llvm::ArrayRef<Tile>(TensorTiles)
+                                        : llvm::ArrayRef<Tile>(SimtTiles);
+  double R0 = U.Tensor ? K.ReuseTensor : K.ReuseSimt;
+  double Largest = reuse(Tiles.front()) / (reuse(Tiles.front()) + R0);
+  Candidate Best;
+  for (const Tile &T : Tiles) {
+    double Eff = U.Efficiency * (reuse(T) / (reuse(T) + R0)) / Largest;
+    for (double Split = 1; Split <= K.MaxSplit; Split *= 2) {
+      if (Split > 1 && S.K / Split < K.SplitMinK)
+        break;
+      Candidate C = timeTiling(S, T, Eff, U.Efficiency, Split, U, SMs, ElemBytes,
+                               Bandwidth, Launch);
+      if (C.Seconds < Best.Seconds)
+        Best = C;
+    }
+  }
+  // A product with a single row or column runs as a matrix-vector kernel:
+  // no tile padding, the operand stream at the bandwidth.
+  if (std::min(S.M, S.N) == 1) {
+    Candidate V;
+    V.Compute = 2 * S.M * S.N * S.K * S.Batch / (U.PeakPerSM * SMs * U.Efficiency);
+    V.Memory = (S.M * S.K + S.K * S.N + S.M * S.N) * S.Batch * ElemBytes /
+               (Bandwidth * K.MemEff);
+    V.Seconds = std::max(V.Compute, V.Memory);
+    if (V.Seconds < Best.Seconds)
+      Best = V;
+  }
+  Out.Seconds = Best.Seconds + Launch;
+  Out.Why = Launch > Best.Seconds        ? Limit::Launch
+            : Best.Memory > Best.Compute ? Limit::Bandwidth
+                                         : largestLoss(Best);
+  return Out;
+}
+
+KernelTime kernels::streaming(const char *Name, const PhaseCost &P, const Device &D,
+                              DType T, const Config &Cfg) {
+  const Constants &K = constants();
+  KernelTime Out;
+  Out.Name = Name;
+  double MatrixFlops = 2 * P.Macs;
+  double VectorFlops = std::max(0.0, P.Flops - MatrixFlops);
+  double Matrix = T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
+                      ? D.Tf32Flops
+                      : D.peak(T).value_or(D.vectorPeak(T));
+  double Compute = MatrixFlops / (Matrix * D.EffCompute) +
+                   VectorFlops / (D.vectorPeak(T) * D.vectorEfficiency(VectorFlops));
+  double Transc = D.TranscendentalsPerS > 0
+                      ? P.Transcendentals / (D.TranscendentalsPerS * D.EffCompute)
+                      : P.Transcendentals / D.vectorPeak(T);
+  double Memory = P.Bytes / (D.MemBandwidth * D.memoryEfficiency(P.Bytes));
+  double Work = std::max({Compute, Transc, Memory});
+  if (!(Work > 0))
+    return Out; // a view or metadata op launches no kernel
+  double Latency = P.Bytes > 0 ? K.DramLatency : 0;
+  Out.Seconds = D.LaunchOverhead + Latency + Work;
+  Out.Why = D.LaunchOverhead > Work + Latency ? Limit::Launch
+            : Latency > Work                  ? Limit::Latency
+            : Memory >= std::max(Compute, Transc) ? Limit::Bandwidth
+                                                  : Limit::Vector;
+  return Out;
+}
+
+bool ridge::hasKernelModel(const Device &D, const Config &Cfg) {
+  return D.Kind == "gpu" && D.ComputeUnits > 0 && !Cfg.RooflineTimes;
+}
+
+MathUnit ridge::mathUnit(const Device &D, DType T, const Config &Cfg) {
+  MathUnit U;
+  double SMs = std::max(1u, D.ComputeUnits);
+  bool Tf32 = T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0;
+  U.Tensor = Tf32 ? D.Tf32MatrixUnits : D.hasMatrixUnits(T);
+  double Peak = Tf32 ? D.Tf32Flops : D.peak(T).value_or(D.vectorPeak(T));
+  U.PeakPerSM = Peak / SMs;
+  U.Efficiency = U.Tensor || D.EffSimt <= 0 ? D.EffCompute : D.EffSimt;
+  return U;
+}
+
+namespace {
+
+/// The CUDA-core unit, for products tensor cores cannot take.
+MathUnit simtUnit(const Device &D) {
+  MathUnit U;
+  U.PeakPerSM = D.peak(DType::Float).value_or(D.vectorPeak(DType::Float)) /
+                std::max(1u, D.ComputeUnits);
+  U.Efficiency = D.EffSimt > 0 ? D.EffSimt : D.EffCompute;
+  return U;
+}
+
+/// Everything a node's kernel rules need.
+struct KernelContext {
+  const NodeCost &NC;
+  const Device &D;
+  DType T;
+  const Config &Cfg;
+  MathUnit Unit;
+  double Elem; ///< bytes per element of the product's operands
+
+  KernelTime gemm(const char *Name, GemmShape S, const MathUnit *U = nullptr) const {
+    return kernels::gemm(Name, S, U ? *U : Unit, D.ComputeUnits, Elem, D.MemBandwidth,
+                         D.LaunchOverhead);
+  }
+  const Shape *shape(unsigned I) const {
+    const Value *V = NC.N->input(I);
+    return V && V->Shp && V->Shp->isFullyKnown() ? &*V->Shp : nullptr;
+  }
+  const Shape *outShape() const {
+    const Value *V = NC.N->output(0);
+    return V && V->Shp && V->Shp->isFullyKnown() ? &*V->Shp : nullptr;
+  }
+};
+
+double dim(const Shape &S, int I) {
+  return double(S.Dims[I < 0 ? S.rank() + I : I].extent());
+}
+
+/// MatMul/Gemm: the forward product, and backward dA = dY B^T (M x K, inner
+/// N) and dB = A^T dY (K x N, inner M) for the inputs that need them.
+bool productKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
+  const Node &N = *C.NC.N;
+  const Shape *A = C.shape(0), *B = C.shape(1), *Y = C.outShape();
+  if (!A || !B || !Y || A->rank() == 0 || B->rank() == 0)
+    return false;
+  GemmShape S;
+  S.K = dim(*A, -1);
+  S.M = A->rank() >= 2 ? dim(*A, -2) : 1;
+  S.N = B->rank() >= 2 ? dim(*B, -1) : 1;
+  if (N.OpType == "Gemm") {
+    if (N.attrInt("transA", 0))
+      std::swap(S.M, S.K);
+    if (N.attrInt("transB", 0))
+      S.N = dim(*B, 0);
+  }
+  double YElems = 1;
+  for (const Dim &X : Y->Dims)
+    YElems *= double(X.extent());
+  S.Batch = S.M * S.N > 0 ? std::max(1.0, YElems / (S.M * S.N)) : 1;
+  if (!Bwd) {
+    Out.Kernels.push_back(C.gemm("gemm", S));
+    return true;
+  }
+  if (C.NC.inputNeedsGrad(0))
+    Out.Kernels.push_back(C.gemm("gemm dA", {S.Batch, S.M, S.K, S.N}));
+  if (C.NC.inputNeedsGrad(1))
+    Out.Kernels.push_back(C.gemm("gemm dB", {S.Batch, S.K, S.N, S.M}));
+  return true;
+}
+
+/// Conv as implicit GEMMs (see the header); depthwise as a streaming kernel.
+bool convKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
+  const kernels::Constants &K = kernels::constants();
+  const Node &N = *C.NC.N;
+  const Shape *X = C.shape(0), *W = C.shape(1), *Y = C.outShape();
+  if (!X || !W || !Y || X->rank() < 3 || W->rank() != X->rank() || Y->rank() != X->rank())
+    return false;
+  size_t Sp = X->rank() - 2;
+  double Batch = dim(*X, 0), Cin = dim(*X, 1), Cout = dim(*W, 0);
+  double Groups = double(N.attrInt("group", 1));
+  if (!(Groups >= 1))
+    return false;
+  double InPix = 1, OutPix = 1, Taps = 1, Strides = 1;
+  bool Winograd = Sp == 2 && Groups == 1;
+  llvm::ArrayRef<int64_t> StrideAttr = N.attrInts("strides").value_or(llvm::ArrayRef<int64_t>());
+  llvm::ArrayRef<int64_t> DilationAttr =
+      N.attrInts("dilations").value_or(llvm::ArrayRef<int64_t>());
+  for (size_t I = 0; I < Sp; ++I) {
+    InPix *= dim(*X, 2 + I);
+    OutPix *= dim(*Y, 2 + I);
+    Taps *= dim(*W, 2 + I);
+    double St = I < StrideAttr.size() ? double(StrideAttr[I]) : 1;
+    double Dl = I < DilationAttr.size() ? double(DilationAttr[I]) : 1;
+    Strides *= St;
+    Winograd &= dim(*W, 2 + I) == 3 && St == 1 && Dl == 1;
+  }
+  double CinG = Cin / Groups, CoutG = Cout / Groups;
+  // Depthwise: one input channel per group, no reuse to tile.
+  if (CinG == 1 && Groups > 1) {
+    Out.Kernels.push_back(kernels::streaming(Bwd ? "depthwise conv backward" : "depthwise conv",
+                                             Bwd ? C.NC.Bwd : C.NC.Fwd, C.D, C.T, C.Cfg));
+    return true;
+  }
+  // Tensor cores take channel counts in multiples of 8 (NVIDIA, "Deep
+  // Learning Performance Guide: convolutional layers"); others run on CUDA cores.
+  MathUnit Unit = C.Unit;
+  if (Unit.Tensor && (std::fmod(CinG, 8) != 0 || std::fmod(CoutG, 8) != 0))
+    Unit = simtUnit(C.D);
+  auto Scaled = [&](KernelTime T, double Eff) {
+    T.Seconds = (T.Seconds - C.D.LaunchOverhead) / Eff + C.D.LaunchOverhead;
+    return T;
+  };
+  // Winograd F(4x4, 3x3): fewer multiplies, plus transforms of the input and
+  // output tensors (read and written once more each).
+  double Transform = (Batch * Cin * InPix + Batch * Cout * OutPix) * C.Elem * 2 /
+                     (C.D.MemBandwidth * K.MemEff);
+  auto WithWinograd = [&](KernelTime Direct, GemmShape S) {
+    if (!Winograd)
+      return Direct;
+    S.K /= K.WinogradGain;
+    KernelTime W = Scaled(C.gemm(Direct.Name, S, &Unit), K.ConvEff * K.WinogradEff);
+    W.Seconds += Transform;
+    return W.Seconds < Direct.Seconds ? W : Direct;
+  };
+  if (!Bwd) {
+    GemmShape S{Groups, Batch * OutPix, CoutG, CinG * Taps};
+    Out.Kernels.push_back(WithWinograd(Scaled(C.gemm("conv fwd", S, &Unit), K.ConvEff), S));
+    return true;
+  }
+  if (C.NC.inputNeedsGrad(0)) {
+    // The data gradient: each input pixel gathers the taps that reach it.
+    GemmShape S{Groups, Batch * InPix, CinG, std::max(CoutG, CoutG * Taps / Strides)};
+    Out.Kernels.push_back(WithWinograd(
+        Scaled(C.gemm("conv dgrad", S, &Unit), K.ConvEff * K.DgradEff), S));
+  }
+  if (C.NC.inputNeedsGrad(1)) {
+    double Eff = K.ConvEff * K.WgradEff * (Unit.Tensor ? K.WgradTensorEff : 1);
+    GemmShape S{Groups, CoutG, CinG * Taps, Batch * OutPix};
+    Out.Kernels.push_back(Scaled(C.gemm("conv wgrad", S, &Unit), Eff));
+  }
+  if (C.NC.inputNeedsGrad(2)) {
+    PhaseCost Bias{Batch * Cout * OutPix, 0, 0, (Batch * Cout * OutPix + Cout) * C.Elem};
+    Out.Kernels.push_back(kernels::streaming("conv bias grad", Bias, C.D, C.T, C.Cfg));
+  }
+  return true;
+}
+
+/// LSTM/GRU/RNN: see the header. Steps = T * directions.
+bool recurrentKernels(const KernelContext &C, bool Bwd, double Gates, PhaseKernels &Out) {
+  const kernels::Constants &K = kernels::constants();
+  const Node &N = *C.NC.N;
+  const Shape *X = C.shape(0), *W = C.shape(1);
+  if (!X || !W || X->rank() != 3 || W->rank() != 3)
+    return false;
+  bool BatchFirst = N.attrInt("layout", 0) == 1;
+  double T = dim(*X, BatchFirst ? 1 : 0), B = dim(*X, BatchFirst ? 0 : 1);
+  double I = dim(*X, 2), Dirs = dim(*W, 0);
+  double H = double(N.attrInt("hidden_size", int64_t(dim(*W, 1) / Gates)));
+  double GH = Gates * H, Launch = C.D.LaunchOverhead;
+  // One step: the recurrent product, slower than a plain GEMM of its shape
+  // (the dependency leaves no time to stage operands), the gates'
+  // element-wise kernel, and the step's synchronization.
+  double Gate = K.GatePasses * B * GH * C.Elem / (C.D.MemBandwidth * K.MemEff) + Launch;
+  auto Recurrence = [&](const char *Name, GemmShape S) {
+    KernelTime Step = C.gemm(Name, S);
+    double Product = (Step.Seconds - Launch) / K.RecurrentEff + Launch;
+    KernelTime Out;
+    Out.Name = Name;
+    Out.Count = T * Dirs;
+    Out.Seconds = Out.Count * (Product + Gate + K.StepSync);
+    double Floor = 2 * Launch + K.StepSync;
+    Out.Why = Floor > Product + Gate - 2 * Launch ? Limit::Launch
+              : Step.Why == Limit::Compute        ? Limit::Recurrence
+                                                  : Step.Why;
+    return Out;
+  };
+  if (!Bwd) {
+    Out.Kernels.push_back(C.gemm("input projection", {Dirs, T * B, GH, I}));
+    Out.Kernels.push_back(Recurrence("recurrence", {1, B, GH, H}));
+    return true;
+  }
+  Out.Kernels.push_back(Recurrence("recurrence backward", {1, B, H, GH}));
+  if (C.NC.inputNeedsGrad(0))
+    Out.Kernels.push_back(C.gemm("input gradient", {Dirs, T * B, I, GH}));
+  if (C.NC.inputNeedsGrad(1))
+    Out.Kernels.push_back(C.gemm("dW (input weights)", {Dirs, GH, I, T * B}));
+  if (C.NC.inputNeedsGrad(2))
+    Out.Kernels.push_back(C.gemm("dR (recurrent weights)", {Dirs, GH, H, T * B}));
+  return true;
+}
+
+} // namespace
+
+PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, DType T,
+                                const Config &Cfg) {
+  PhaseKernels Out;
+  const PhaseCost &P = Bwd ? NC.Bwd : NC.Fwd;
+  if (!NC.Modeled || (Bwd && !NC.NeedsBackward))
+    return Out;
+  if (hasKernelModel(D, Cfg) && NC.N->Domain.empty()) {
+    // Operands at the cost model's widths: --dtype for floating tensors.
+    const Value *V0 = NC.N->input(0);
+    double Elem = V0 ? dtypeBytes(V0->Elem) : 4;
+    if (V0 && isFloatingPoint(V0->Elem) && Cfg.ComputeDType)
+      Elem = dtypeBytes(*Cfg.ComputeDType);
+    KernelContext C{NC, D, T, Cfg, mathUnit(D, T, Cfg), Elem};
+    llvm::StringRef Op = NC.N->OpType;
+    bool Done = false;
+    if (Op == "MatMul" || Op == "Gemm")
+      Done = productKernels(C, Bwd, Out);
+    else if (Op == "Conv")
+      Done = convKernels(C, Bwd, Out);
+    else if (Op == "LSTM")
+      Done = recurrentKernels(C, Bwd, 4, Out);
+    else if (Op == "GRU")
+      Done = recurrentKernels(C, Bwd, 3, Out);
+    else if (Op == "RNN")
+      Done = recurrentKernels(C, Bwd, 1, Out);
+    if (Done) {
+      // The element-wise rest of the phase the products do not cover (a
+      // Gemm's bias, an activation's backward) stays in the kernels' epilogue.
+      return Out;
+    }
+    Out.Kernels.clear();
+  }
+  KernelTime K = kernels::streaming(Bwd ? "backward" : "forward", P, D, T, Cfg);
+  if (K.Seconds > 0)
+    Out.Kernels.push_back(K);
+  return Out;
+}
