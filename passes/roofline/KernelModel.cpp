@@ -1,5 +1,6 @@
 //===- KernelModel.cpp - How the libraries run each op, kernel by kernel --===//
 #include "passes/roofline/KernelModel.h"
+#include "passes/roofline/Roofline.h"
 #include <algorithm>
 #include <cmath>
 
@@ -136,29 +137,20 @@ KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U
 
 KernelTime kernels::streaming(const char *Name, const PhaseCost &P, const Device &D,
                               DType T, const Config &Cfg) {
-  const Constants &K = constants();
+  // The roofline's own terms (rates, efficiency curves, --no-overlap), plus
+  // the DRAM latency before the first bytes arrive.
   KernelTime Out;
   Out.Name = Name;
-  double MatrixFlops = 2 * P.Macs;
-  double VectorFlops = std::max(0.0, P.Flops - MatrixFlops);
-  double Matrix = T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
-                      ? D.Tf32Flops
-                      : D.peak(T).value_or(D.vectorPeak(T));
-  double Compute = MatrixFlops / (Matrix * D.EffCompute) +
-                   VectorFlops / (D.vectorPeak(T) * D.vectorEfficiency(VectorFlops));
-  double Transc = D.TranscendentalsPerS > 0
-                      ? P.Transcendentals / (D.TranscendentalsPerS * D.EffCompute)
-                      : P.Transcendentals / D.vectorPeak(T);
-  double Memory = P.Bytes / (D.MemBandwidth * D.memoryEfficiency(P.Bytes));
-  double Work = std::max({Compute, Transc, Memory});
-  if (!(Work > 0))
+  PhaseTime Roof = placeOnDevice(P, D, T, Cfg);
+  if (!(Roof.Seconds > 0))
     return Out; // a view or metadata op launches no kernel
-  double Latency = P.Bytes > 0 ? K.DramLatency : 0;
-  Out.Seconds = D.LaunchOverhead + Latency + Work;
-  Out.Why = D.LaunchOverhead > Work + Latency ? Limit::Launch
-            : Latency > Work                  ? Limit::Latency
-            : Memory >= std::max(Compute, Transc) ? Limit::Bandwidth
-                                                  : Limit::Vector;
+  double Work = Roof.Seconds - D.LaunchOverhead;
+  double Latency = P.Bytes > 0 ? constants().DramLatency : 0;
+  Out.Seconds = Roof.Seconds + Latency;
+  Out.Why = Roof.B == Bound::Launch                   ? Limit::Launch
+            : Latency > Work                          ? Limit::Latency
+            : Roof.B == Bound::Memory                 ? Limit::Bandwidth
+                                                      : Limit::Vector;
   return Out;
 }
 
@@ -343,15 +335,15 @@ bool recurrentKernels(const KernelContext &C, bool Bwd, double Gates, PhaseKerne
   auto Recurrence = [&](const char *Name, GemmShape S) {
     KernelTime Step = C.gemm(Name, S);
     double Product = (Step.Seconds - Launch) / K.RecurrentEff + Launch;
-    KernelTime Out;
-    Out.Name = Name;
-    Out.Count = T * Dirs;
-    Out.Seconds = Out.Count * (Product + Gate + K.StepSync);
+    KernelTime Steps;
+    Steps.Name = Name;
+    Steps.Count = T * Dirs;
+    Steps.Seconds = Steps.Count * (Product + Gate + K.StepSync);
     double Floor = 2 * Launch + K.StepSync;
-    Out.Why = Floor > Product + Gate - 2 * Launch ? Limit::Launch
-              : Step.Why == Limit::Compute        ? Limit::Recurrence
-                                                  : Step.Why;
-    return Out;
+    Steps.Why = Floor > Product + Gate - 2 * Launch ? Limit::Launch
+                : Step.Why == Limit::Compute        ? Limit::Recurrence
+                                                    : Step.Why;
+    return Steps;
   };
   if (!Bwd) {
     Out.Kernels.push_back(C.gemm("input projection", {Dirs, T * B, GH, I}));
@@ -395,12 +387,9 @@ PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, D
       Done = recurrentKernels(C, Bwd, 3, Out);
     else if (Op == "RNN")
       Done = recurrentKernels(C, Bwd, 1, Out);
-    if (Done) {
-      // The element-wise rest of the phase the products do not cover (a
-      // Gemm's bias, an activation's backward) stays in the kernels' epilogue.
+    // A Gemm's bias and scaling run in the product kernels' epilogue.
+    if (Done)
       return Out;
-    }
-    Out.Kernels.clear();
   }
   KernelTime K = kernels::streaming(Bwd ? "backward" : "forward", P, D, T, Cfg);
   if (K.Seconds > 0)

@@ -26,8 +26,9 @@
 //     steps, each a small GEMM of the recurrent weights plus the gates'
 //     element-wise kernel and a step's synchronization; backward the same
 //     through time, and the weight gradients as GEMMs over T*batch.
-//   everything else: a streaming kernel, time = launch + DRAM latency +
-//     max(bytes / beta, FLOPs / vector rate, transcendentals / SFU rate).
+//   everything else: a streaming kernel, time = its roofline time
+//     (placeOnDevice: launch + max(bytes / beta, FLOPs / rate,
+//     transcendentals / SFU rate)) + the DRAM latency of its first bytes.
 //
 // One set of constants (Constants below) serves every GPU; devices differ
 // only by their facts (SMs, peaks, bandwidth, efficiency of a large GEMM).
@@ -127,7 +128,8 @@ const Constants &constants();
 KernelTime gemm(const char *Name, const GemmShape &Shape, const MathUnit &Unit,
                 unsigned SMs, double ElemBytes, double Bandwidth, double Launch);
 
-/// A streaming (memory-bound or element-wise) kernel.
+/// A streaming (memory-bound or element-wise) kernel: placeOnDevice's time
+/// plus the DRAM latency when it moves bytes.
 KernelTime streaming(const char *Name, const PhaseCost &P, const Device &D,
                      DType T, const Config &Cfg);
 
