@@ -176,14 +176,9 @@ struct CurvesSection {
 struct CoresSection {
   Device *D;
 };
-/// cores.matrix_units as written: dtype names.
-struct TypeList {
-  std::vector<std::string> Items;
-  std::vector<std::string>::iterator begin() { return Items.begin(); }
-  std::vector<std::string>::iterator end() { return Items.end(); }
-};
-/// One efficiency curve as a flow list of "threshold:efficiency" strings.
-struct CurveList {
+/// A flow list of strings as written: an efficiency curve's
+/// "threshold:efficiency" steps, cores.matrix_units' dtype names.
+struct StringList {
   std::vector<std::string> Items;
   std::vector<std::string>::iterator begin() { return Items.begin(); }
   std::vector<std::string>::iterator end() { return Items.end(); }
@@ -290,19 +285,9 @@ template <> struct SequenceTraits<AliasList> {
   [[maybe_unused]] static const bool flow = true;
 };
 
-template <> struct SequenceTraits<CurveList> {
-  static size_t size(IO &, CurveList &L) { return L.Items.size(); }
-  static std::string &element(IO &, CurveList &L, size_t I) {
-    if (I >= L.Items.size())
-      L.Items.resize(I + 1);
-    return L.Items[I];
-  }
-  [[maybe_unused]] static const bool flow = true;
-};
-
-template <> struct SequenceTraits<TypeList> {
-  static size_t size(IO &, TypeList &L) { return L.Items.size(); }
-  static std::string &element(IO &, TypeList &L, size_t I) {
+template <> struct SequenceTraits<StringList> {
+  static size_t size(IO &, StringList &L) { return L.Items.size(); }
+  static std::string &element(IO &, StringList &L, size_t I) {
     if (I >= L.Items.size())
       L.Items.resize(I + 1);
     return L.Items[I];
@@ -317,7 +302,7 @@ template <> struct MappingTraits<CoresSection> {
     CountField Count(&D.ComputeUnits, "cores.count");
     mapValue(Io, "count", Count.Path, Count);
     require(Io, Count.Seen, Count.Path);
-    TypeList Types;
+    StringList Types;
     if (Io.outputting()) {
       if (D.Tf32MatrixUnits)
         Types.Items.push_back("tf32");
@@ -382,7 +367,7 @@ template <> struct MappingTraits<CurvesSection> {
                    {"vector", &C.D->VectorEff},
                    {"memory", &C.D->MemoryEff}};
     for (const Entry &E : Entries) {
-      CurveList L;
+      StringList L;
       if (Io.outputting()) {
         if (E.Curve->empty())
           continue;
