@@ -191,7 +191,7 @@ llvm::json::Object phaseJson(const PhaseCost &P) {
 /// A phase's time; with the kernel model also its limit and its kernels,
 /// recomputed here (the analysis keeps only their sum).
 llvm::json::Object phaseTimeJson(const PhaseTime &P, const NodeCost &NC, bool Bwd,
-                                 DType T, const Config &Cfg) {
+                                 DType T, const Config &Cfg, GemmMemo &Memo) {
   llvm::json::Object O{
       {"seconds", P.Seconds},
       {"intensity", std::isfinite(P.Intensity) ? llvm::json::Value(P.Intensity) : nullptr},
@@ -201,7 +201,7 @@ llvm::json::Object phaseTimeJson(const PhaseTime &P, const NodeCost &NC, bool Bw
     return O;
   O["limit"] = limitName(P.Why);
   llvm::json::Array Kernels;
-  for (const KernelTime &K : nodeKernels(NC, Bwd, *Cfg.Dev, T, Cfg).Kernels)
+  for (const KernelTime &K : nodeKernels(NC, Bwd, *Cfg.Dev, T, Cfg, &Memo).Kernels)
     Kernels.push_back(llvm::json::Object{{"name", K.Name},
                                          {"seconds", K.Seconds},
                                          {"launches", K.Count},
@@ -215,6 +215,7 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs;
+  GemmMemo Memo;
   for (const NodeCost &NC : C.Nodes) {
     llvm::json::Array Outs;
     for (const Value *V : NC.N->Outputs)
@@ -239,9 +240,9 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       O["saved_bytes"] = nodeSavedBytes(NC, C, floatBytes(Cfg));
       O["needs_backward"] = NC.NeedsBackward;
       const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
-      O["fwd_time"] = phaseTimeJson(R.Fwd, NC, false, R.Type, Cfg);
+      O["fwd_time"] = phaseTimeJson(R.Fwd, NC, false, R.Type, Cfg, Memo);
       if (NC.NeedsBackward)
-        O["bwd_time"] = phaseTimeJson(R.Bwd, NC, true, R.Type, Cfg);
+        O["bwd_time"] = phaseTimeJson(R.Bwd, NC, true, R.Type, Cfg, Memo);
     } else {
       O["unmodeled_reason"] = NC.Unmodeled.str();
     }

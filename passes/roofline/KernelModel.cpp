@@ -136,12 +136,12 @@ KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U
 }
 
 KernelTime kernels::streaming(const char *Name, const PhaseCost &P, const Device &D,
-                              DType T, const Config &Cfg) {
+                              DType T, const Config &Cfg, const PhaseTime *Given) {
   // The roofline's own terms (rates, efficiency curves, --no-overlap), plus
   // the DRAM latency before the first bytes arrive.
   KernelTime Out;
   Out.Name = Name;
-  PhaseTime Roof = placeOnDevice(P, D, T, Cfg);
+  PhaseTime Roof = Given ? *Given : placeOnDevice(P, D, T, Cfg);
   if (!(Roof.Seconds > 0))
     return Out; // a view or metadata op launches no kernel
   double Work = Roof.Seconds - D.LaunchOverhead;
@@ -187,11 +187,23 @@ struct KernelContext {
   DType T;
   const Config &Cfg;
   MathUnit Unit;
-  double Elem; ///< bytes per element of the product's operands
+  double Elem;    ///< bytes per element of the product's operands
+  GemmMemo *Memo; ///< may be null
 
   KernelTime gemm(const char *Name, GemmShape S, const MathUnit *U = nullptr) const {
-    return kernels::gemm(Name, S, U ? *U : Unit, D.ComputeUnits, Elem, D.MemBandwidth,
-                         D.LaunchOverhead);
+    const MathUnit &Un = U ? *U : Unit;
+    if (!Memo)
+      return kernels::gemm(Name, S, Un, D.ComputeUnits, Elem, D.MemBandwidth,
+                           D.LaunchOverhead);
+    GemmMemo::Key K{S.Batch, S.M, S.N, S.K, Un.PeakPerSM, Un.Efficiency,
+                    double(Un.Tensor), Elem};
+    auto [It, New] = Memo->Times.try_emplace(K);
+    if (New)
+      It->second = kernels::gemm(Name, S, Un, D.ComputeUnits, Elem, D.MemBandwidth,
+                                 D.LaunchOverhead);
+    KernelTime T = It->second;
+    T.Name = Name;
+    return T;
   }
   const Shape *shape(unsigned I) const {
     const Value *V = NC.N->input(I);
@@ -363,7 +375,7 @@ bool recurrentKernels(const KernelContext &C, bool Bwd, double Gates, PhaseKerne
 } // namespace
 
 PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, DType T,
-                                const Config &Cfg) {
+                                const Config &Cfg, GemmMemo *Memo, const PhaseTime *Roof) {
   PhaseKernels Out;
   const PhaseCost &P = Bwd ? NC.Bwd : NC.Fwd;
   if (!NC.Modeled || (Bwd && !NC.NeedsBackward))
@@ -374,7 +386,7 @@ PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, D
     double Elem = V0 ? dtypeBytes(V0->Elem) : 4;
     if (V0 && isFloatingPoint(V0->Elem) && Cfg.ComputeDType)
       Elem = dtypeBytes(*Cfg.ComputeDType);
-    KernelContext C{NC, D, T, Cfg, mathUnit(D, T, Cfg), Elem};
+    KernelContext C{NC, D, T, Cfg, mathUnit(D, T, Cfg), Elem, Memo};
     llvm::StringRef Op = NC.N->OpType;
     bool Done = false;
     if (Op == "MatMul" || Op == "Gemm")
@@ -391,7 +403,7 @@ PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, D
     if (Done)
       return Out;
   }
-  KernelTime K = kernels::streaming(Bwd ? "backward" : "forward", P, D, T, Cfg);
+  KernelTime K = kernels::streaming(Bwd ? "backward" : "forward", P, D, T, Cfg, Roof);
   if (K.Seconds > 0)
     Out.Kernels.push_back(K);
   return Out;

@@ -44,8 +44,12 @@
 #include "devices/Device.h"
 #include "passes/cost/CostModel.h"
 #include "llvm/ADT/SmallVector.h"
+#include <array>
+#include <map>
 
 namespace ridge {
+
+struct PhaseTime; // Roofline.h
 
 /// What costs a kernel most against its ideal time at the large-GEMM rate.
 enum class Limit : uint8_t {
@@ -129,11 +133,20 @@ KernelTime gemm(const char *Name, const GemmShape &Shape, const MathUnit &Unit,
                 unsigned SMs, double ElemBytes, double Bandwidth, double Launch);
 
 /// A streaming (memory-bound or element-wise) kernel: placeOnDevice's time
-/// plus the DRAM latency when it moves bytes.
+/// plus the DRAM latency when it moves bytes. Roof: that placeOnDevice
+/// result, when the caller already has it.
 KernelTime streaming(const char *Name, const PhaseCost &P, const Device &D,
-                     DType T, const Config &Cfg);
+                     DType T, const Config &Cfg, const PhaseTime *Roof = nullptr);
 
 } // namespace kernels
+
+/// Products already timed on one device, by shape, unit and element size: a
+/// model repeats its layers' shapes, and each search tries every tiling.
+class GemmMemo {
+public:
+  using Key = std::array<double, 8>;
+  std::map<Key, KernelTime> Times;
+};
 
 /// The math unit Device D multiplies dtype T with (tensor cores when
 /// D.MatrixUnitTypes lists T, or TF32 for fp32 with Cfg.TF32).
@@ -145,8 +158,11 @@ bool hasKernelModel(const Device &D, const Config &Cfg);
 
 /// The kernels of Node N's forward (Bwd = false) or backward phase, with
 /// NC's counts; falls back to one streaming kernel for ops without a rule.
+/// Memo (optional) keeps products timed across calls on the same device;
+/// Roof (optional) is the phase's placeOnDevice result.
 PhaseKernels nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, DType T,
-                         const Config &Cfg);
+                         const Config &Cfg, GemmMemo *Memo = nullptr,
+                         const PhaseTime *Roof = nullptr);
 
 } // namespace ridge
 

@@ -60,11 +60,11 @@ PhaseTime ridge::placeOnDevice(const PhaseCost &P, const Device &D, DType T,
 }
 
 PhaseTime ridge::placeNode(const NodeCost &NC, bool Bwd, const Device &D, DType T,
-                           const Config &Cfg) {
+                           const Config &Cfg, GemmMemo *Memo) {
   PhaseTime P = placeOnDevice(Bwd ? NC.Bwd : NC.Fwd, D, T, Cfg);
   if (!hasKernelModel(D, Cfg))
     return P;
-  PhaseKernels K = nodeKernels(NC, Bwd, D, T, Cfg);
+  PhaseKernels K = nodeKernels(NC, Bwd, D, T, Cfg, Memo, &P);
   P.Seconds = K.seconds();
   P.Why = K.why();
   switch (P.Why) {
@@ -105,6 +105,7 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   R.RidgePoint = R.MatrixPeak / R.Bandwidth;
 
   R.Nodes.reserve(C->Nodes.size());
+  GemmMemo Memo;
   for (const NodeCost &NC : C->Nodes) {
     NodeRoofline NR;
     // The op's arithmetic type: --dtype, else its first floating output.
@@ -117,9 +118,9 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
         }
     if (!D.peak(NR.Type) && !(NR.Type == DType::Float && Cfg.TF32 && D.Tf32Flops > 0))
       Fallbacks.insert(NR.Type);
-    NR.Fwd = placeNode(NC, false, D, NR.Type, Cfg);
+    NR.Fwd = placeNode(NC, false, D, NR.Type, Cfg, &Memo);
     if (NC.NeedsBackward)
-      NR.Bwd = placeNode(NC, true, D, NR.Type, Cfg);
+      NR.Bwd = placeNode(NC, true, D, NR.Type, Cfg, &Memo);
     double K = NC.Multiplier;
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;

@@ -77,7 +77,7 @@ PhaseTime placeOnDevice(const PhaseCost &P, const Device &D, DType T, const Conf
 /// the roofline terms of placeOnDevice with the time and bound of the
 /// node's kernels (KernelModel.h); else placeOnDevice.
 PhaseTime placeNode(const NodeCost &NC, bool Bwd, const Device &D, DType T,
-                    const Config &Cfg);
+                    const Config &Cfg, GemmMemo *Memo = nullptr);
 
 /// One phase on the roofline with explicit rates; exposed for unit tests.
 PhaseTime placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,
