@@ -104,6 +104,19 @@ llvm::StringRef ridge::internString(llvm::StringRef S) {
   return Pool.insert(S).first->getKey();
 }
 
+Dim Dim::fromParam(llvm::StringRef S) {
+  bool Spaced = false;
+  for (const char *Op : {" + ", " - ", " * ", " / "})
+    Spaced |= S.contains(Op);
+  if (Spaced) {
+    llvm::Expected<sym::ExprRef> E = sym::parse(S);
+    if (E && *E)
+      return of(*E);
+    llvm::consumeError(E.takeError());
+  }
+  return symbolic(S);
+}
+
 std::string Dim::str() const {
   if (isKnown())
     return std::to_string(extent());

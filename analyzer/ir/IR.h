@@ -51,6 +51,12 @@ public:
   }
   /// The symbol named S (a dim_param); unknown when S is empty.
   static Dim symbolic(llvm::StringRef S) { return S.empty() ? Dim() : of(sym::symbol(S)); }
+  /// A dim_param as a file stores it: a symbol, or an expression of symbols
+  /// written with spaced operators as exporters write them
+  /// ("past_sequence_length + sequence_length", "batch_size * num_heads"),
+  /// read as that expression so that binding its symbols binds it. A name
+  /// without a spaced operator ("batch-size", "p2o.Dim.0") stays one symbol.
+  static Dim fromParam(llvm::StringRef S);
   /// E as a dim: a constant >= 0 is known; nullptr or a negative constant
   /// is unknown.
   static Dim of(sym::ExprRef E) {

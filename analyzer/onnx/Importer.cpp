@@ -260,7 +260,7 @@ Error Importer::importType(const wire::Type &T, Value &V) {
                            V.Name, D.Value, I));
       S.Dims.push_back(Dim::known(D.Value));
     } else {
-      S.Dims.push_back(Dim::symbolic(D.Param));
+      S.Dims.push_back(Dim::fromParam(D.Param));
     }
   }
   V.Shp = std::move(S);

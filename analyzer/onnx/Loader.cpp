@@ -102,7 +102,18 @@ void setDims(onnx::TensorShapeProto &S,
       if (It != Bindings.end()) {
         Used.insert(D.dim_param());
         D.set_dim_value(It->second);
+        continue;
       }
+      // An expression of bound symbols ("past_sequence_length + 1").
+      sym::ExprRef E = Dim::fromParam(D.dim_param()).expr();
+      if (!E || E->kind() == sym::Expr::Kind::Symbol)
+        continue;
+      E = sym::substitute(E, [&](llvm::StringRef Name) -> std::optional<int64_t> {
+        auto B = Bindings.find(Name);
+        return B == Bindings.end() ? std::nullopt : std::optional<int64_t>(B->second);
+      });
+      if (std::optional<int64_t> C = E ? E->constant() : std::nullopt; C && *C >= 0)
+        D.set_dim_value(*C);
     }
 }
 
@@ -674,7 +685,7 @@ llvm::Expected<std::unique_ptr<ModelSource>> ModelSource::open(llvm::StringRef P
     if (In.Ranked)
       for (const wire::Dimension &D : VI.Ty.Dims)
         In.Dims.push_back(D.K == wire::Dimension::Kind::Value ? Dim::known(D.Value)
-                                                               : Dim::symbolic(D.Param));
+                                                               : Dim::fromParam(D.Param));
     Src->Inputs.push_back(std::move(In));
   }
   return Src;
@@ -794,7 +805,9 @@ ridge::parseInputShape(llvm::StringRef S) {
 
 llvm::Expected<std::unique_ptr<Model>>
 ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
-                        llvm::StringRef BatchDim, int64_t Batch, DiagnosticEngine &Diags) {
+                        llvm::StringRef BatchDim, int64_t Batch, DiagnosticEngine &Diags,
+                        llvm::StringRef Who) {
+  bool Plan = Who == "plan";
   LoadOptions LO = Opts;
   LO.ConflictsAreErrors = false; // the planner names a fixed batch itself
   // The inputs as the file declares them, with the user's --input-shape.
@@ -825,14 +838,19 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   for (const auto &[Name, N] : Opts.DimBindings)
     if (llvm::is_contained(Batched, Name))
       return fileError(Src.path(), formatv("--dim {0}: '{0}' is the batch dimension, which "
-                                           "plan sets itself (--global-batch, --micro-batch)",
-                                           Name));
+                                           "{1} sets itself ({2})",
+                                           Name, Plan ? "plan" : "inference",
+                                           Plan ? "--global-batch, --micro-batch" : Who));
   // Then the user's --dim bindings.
   for (ModelSource::Input &In : Declared)
     for (Dim &D : In.Dims)
-      for (const auto &[Name, N] : Opts.DimBindings)
-        if (D.symbolName() == Name)
-          D = Dim::known(N);
+      if (D.isSymbolic())
+        D = Dim::of(sym::substitute(D.expr(), [&](llvm::StringRef S) -> std::optional<int64_t> {
+          for (const auto &[Name, N] : Opts.DimBindings)
+            if (Name == S)
+              return N;
+          return std::nullopt;
+        }));
   // An input dim left symbolic keeps the ops that read it from being
   // costed: often a second name for the batch (torch names each input's
   // dynamic axis apart unless told otherwise). Bound says whether the plan
@@ -862,10 +880,10 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
                       llvm::join(Batched, ","), FirstSymbol)
                   .str();
     Diags.warn(Src.path(),
-               formatv("plan: input {0} {1} not bound, and what reads it cannot be costed: the "
-                       "plan sets only {2} to the micro-batch; {3}",
+               formatv("{4}: input {0} {1} not bound, and what reads it cannot be costed: "
+                       "{5} sets only {2} to the {6}; {3}",
                        llvm::join(Unbound, ", "), Unbound.size() == 1 ? "is" : "are", SetsWhat,
-                       Fix));
+                       Fix, Who, Plan ? "the plan" : Who, Plan ? "micro-batch" : "batch"));
   };
   if (!Batched.empty()) {
     // (A name no input has is the load's error to report.)

@@ -76,11 +76,11 @@ loadModel(llvm::StringRef Path, const LoadOptions &Opts, DiagnosticEngine &Diags
 /// BatchDim names (comma-separated) if any, else the first graph input's
 /// dim 0 when symbolic, else dim 0 of every graph input that has the first
 /// input's is replaced (a fixed-batch export). Warns of input dims left
-/// symbolic.
-llvm::Expected<std::unique_ptr<Model>> loadModelAtBatch(const ModelSource &Src,
-                                                        const LoadOptions &Opts,
-                                                        llvm::StringRef BatchDim, int64_t Batch,
-                                                        DiagnosticEngine &Diags);
+/// symbolic. Who names what sets the batch, in messages ("plan": its
+/// micro-batch; "analyze --batch").
+llvm::Expected<std::unique_ptr<Model>>
+loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts, llvm::StringRef BatchDim,
+                 int64_t Batch, DiagnosticEngine &Diags, llvm::StringRef Who = "plan");
 
 /// Parses "NAME=N" for --dim.
 llvm::Expected<std::pair<std::string, int64_t>> parseDimBinding(llvm::StringRef S);
