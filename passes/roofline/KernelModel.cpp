@@ -240,6 +240,13 @@ bool productKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   for (const Dim &X : Y->Dims)
     YElems *= double(X.extent());
   S.Batch = S.M * S.N > 0 ? std::max(1.0, YElems / (S.M * S.N)) : 1;
+  // A weight shared by the batch (B of rank 2, as a Linear layer's): one
+  // product of the flattened rows, M = batch * M, as torch and ONNX Runtime
+  // call it; the weight is read once, not once per batch entry.
+  if (B->rank() <= 2 && N.OpType == "MatMul") {
+    S.M *= S.Batch;
+    S.Batch = 1;
+  }
   if (!Bwd) {
     Out.Kernels.push_back(C.gemm("gemm", S));
     return true;
