@@ -107,6 +107,23 @@ TEST(Graph, DimSymbolsInterned) {
   EXPECT_FALSE(Dim::symbolic("").isDetermined());
 }
 
+// A dim_param with spaced operators is the expression of its symbols (as
+// optimum writes "past_sequence_length + sequence_length"); other names,
+// even with a dash or dots, are one symbol.
+TEST(Graph, DimFromParam) {
+  Dim Sum = Dim::fromParam("past_sequence_length + sequence_length");
+  EXPECT_EQ(Sum.expr(), sym::add(sym::symbol("past_sequence_length"),
+                                 sym::symbol("sequence_length")));
+  EXPECT_TRUE(Sum.symbolName().empty());
+  EXPECT_EQ(Dim::fromParam("batch_size * num_heads").expr(),
+            sym::mul(sym::symbol("batch_size"), sym::symbol("num_heads")));
+  EXPECT_EQ(Dim::fromParam("batch-size").symbolName(), "batch-size");
+  EXPECT_EQ(Dim::fromParam("p2o.DynamicDimension.0").symbolName(), "p2o.DynamicDimension.0");
+  EXPECT_EQ(Dim::fromParam("seq").symbolName(), "seq");
+  // Not an expression after all: kept as the name.
+  EXPECT_EQ(Dim::fromParam("a + ").symbolName(), "a + ");
+}
+
 // A Dim is one word holding an extent, an expression or neither: each reads
 // back as what was stored, and no two kinds compare equal.
 TEST(Graph, DimOneWord) {
