@@ -39,6 +39,11 @@ struct Config {
   /// initializers) are not trained.
   bool FreezeConstants = false;
 
+  /// --inference: a forward pass only (no gradients, optimizer or saved
+  /// activations; BatchNormalization and Dropout in inference mode); memory
+  /// is the weights at their stored width plus the peak of live activations.
+  bool Inference = false;
+
   // Training step.
   enum class Optimizer { SGD, Momentum, Adam, AdamW };
   enum class Recompute { None, Selective, Full };

@@ -10,6 +10,7 @@
 
 #include "analyzer/PassManager.h"
 #include "passes/cost/CostModel.h"
+#include "passes/inference/Inference.h"
 #include "passes/report/AnalyzeReport.h"
 #include "passes/report/GraphSummary.h"
 #include "passes/roofline/Fusion.h"

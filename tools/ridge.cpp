@@ -10,6 +10,7 @@
 #include "passes/Passes.h"
 #include "passes/plan/Planner.h"
 #include "passes/report/RooflineChart.h"
+#include "passes/report/ServingReport.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -133,6 +134,26 @@ static cl::opt<TimeModel> TimeModelOpt(
     MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> TF32Opt("tf32", cl::desc("Run fp32 matrix products on TF32 tensor cores"),
                              MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<bool> InferenceOpt(
+    "inference",
+    cl::desc("Analyze a forward pass only: weights at their stored width, the peak of live "
+             "activations, latency and samples/s"),
+    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
+static cl::opt<int64_t> PromptOpt(
+    "prompt", cl::desc("Inference: the prefill of P prompt tokens (past 0, sequence P)"),
+    cl::value_desc("P"), cl::init(0), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+static cl::opt<int64_t> ContextOpt(
+    "context",
+    cl::desc("Inference: one decode step at context C (past C-1, one new token), with a "
+             "batch sweep"),
+    cl::value_desc("C"), cl::init(0), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+static cl::opt<int64_t> BatchOpt("batch",
+                                 cl::desc("Inference with --prompt/--context: the batch "
+                                          "(default 1)"),
+                                 cl::init(1), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+static cl::opt<bool> NoSweepOpt("no-sweep",
+                                cl::desc("Inference: skip the batch sweep"),
+                                cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
 static cl::opt<std::string> RooflineOut(
     "roofline", cl::desc("Also write a roofline chart of every op (.svg or self-contained .html)"),
     cl::value_desc("FILE"), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
@@ -152,7 +173,7 @@ static cl::opt<std::string> PlanBatchDim(
     "batch-dim",
     cl::desc("Symbolic dim(s) that are the batch, comma-separated (default: the first "
              "input's dim 0; a fixed dim 0 of every input is replaced)"),
-    cl::value_desc("NAME[,NAME...]"), cl::sub(PlanCmd), cl::cat(PlanCat));
+    cl::value_desc("NAME[,NAME...]"), cl::sub(PlanCmd), cl::sub(AnalyzeCmd), cl::cat(PlanCat));
 static cl::opt<unsigned> PlanTP("tp", cl::desc("Fix the tensor-parallel degree"), cl::init(0),
                                 cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<unsigned> PlanPP("pp", cl::desc("Fix the pipeline-parallel degree"), cl::init(0),
@@ -370,6 +391,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
   C.RooflineTimes = TimeModelOpt == TimeModel::Roofline;
   C.TF32 = TF32Opt;
   C.RooflinePath = RooflineOut;
+  C.Inference = InferenceOpt || PromptOpt.getNumOccurrences() || ContextOpt.getNumOccurrences();
   return C;
 }
 
@@ -449,6 +471,37 @@ static int runPlan(const LoadOptions &LO, const Config &C, Timing &Timer,
   return finish(Out, 0);
 }
 
+/// `ridge analyze --prompt/--context`: the model loaded at the prefill and
+/// decode dims (and the sweep's batches), each pass analyzed forward-only.
+static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
+                      llvm::raw_fd_ostream &Out) {
+  ServingOptions SO;
+  if (PromptOpt.getNumOccurrences())
+    SO.Prompt = PromptOpt;
+  if (ContextOpt.getNumOccurrences())
+    SO.Context = ContextOpt;
+  SO.Batch = BatchOpt;
+  SO.Sweep = !NoSweepOpt;
+  auto Src = ModelSource::open(ModelPath, LO);
+  if (!Src)
+    return fail(Src.takeError());
+  ServingLoadFn Load = [&](const std::vector<std::pair<std::string, int64_t>> &Bind,
+                           int64_t Batch, DiagnosticEngine &D) {
+    LoadOptions Mine = LO;
+    Mine.Timer = nullptr;
+    Mine.DimBindings.insert(Mine.DimBindings.end(), Bind.begin(), Bind.end());
+    if (!Batch)
+      return (*Src)->load(Mine, D);
+    return loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D, "analyze --batch");
+  };
+  auto R = analyzeServing(Load, C, SO, Diags);
+  Diags.flush(llvm::errs());
+  if (!R)
+    return fail(R.takeError());
+  printServing(*R, SO, C, Out);
+  return finish(Out, 0);
+}
+
 /// `ridge print`, `analyze` and `run`: load, then run the pipeline.
 static int runPipeline(PassManager &PM, const LoadOptions &LO, const Config &C, Timing &Timer,
                        DiagnosticEngine &Diags, llvm::raw_fd_ostream &Out) {
@@ -497,6 +550,11 @@ static int runModelCommand(const Device *Dev) {
     return fail(C.takeError());
   if (PlanCmd)
     return runPlan(*LO, *C, Timer, Diags, Out);
+  if (AnalyzeCmd && (PromptOpt.getNumOccurrences() || ContextOpt.getNumOccurrences())) {
+    if (Format == OutputFormat::Csv)
+      return fail(usageError("--prompt/--context: the output is text or json, not csv"));
+    return runServing(*LO, *C, Diags, Out);
+  }
   return runPipeline(PM, *LO, *C, Timer, Diags, Out);
 }
 

@@ -74,6 +74,17 @@ private:
     return !(Rule && I < 32 && (Rule->NonDiffInputs >> I) & 1);
   }
   void costNode(const Node &N, double Multiplier, bool BodyNeedsBackward);
+  /// Every output of N is a constant (computed from weights and constants).
+  bool foldsAtLoad(const Node &N) const {
+    bool Any = false;
+    for (const Value *V : N.Outputs)
+      if (V) {
+        if (!R.Constants.count(V))
+          return false;
+        Any = true;
+      }
+    return Any && N.subgraphs().empty();
+  }
   /// A value may carry a gradient: floating point, or of unknown type.
   static bool mayCarryGrad(const Value *V) {
     return V && (isFloatingPoint(V->Elem) || V->Elem == DType::Undefined);
@@ -176,8 +187,10 @@ void CostWalker::markTrainable(const Graph &G) {
       Trainable.insert(V);
   if (!Cfg.FreezeConstants)
     markNodeParameters(G);
+  // An inference pass counts the parameters but differentiates nothing.
   Trainable.forEach([&](const Value *V) {
-    NeedsGrad.insert(V);
+    if (!Cfg.Inference)
+      NeedsGrad.insert(V);
     R.TrainableParams += V->numElements().value_or(0);
   });
   // Frozen parameters: floating-point initializers not trained (integer
@@ -198,8 +211,10 @@ void CostWalker::markConstants(const Graph &G) {
   // A trained tensor is no constant, wherever it is kept: what is computed
   // from it is not either. (A Constant node's trained output stays in
   // Constants, as an initializer would be: a parameter, not an activation.)
+  // (In inference no weight changes: what folds from weights alone, a
+  // transposed or dequantized weight, is a constant too.)
   auto IsConst = [&](const Value *V) {
-    if (Trainable.count(V))
+    if (Trainable.count(V) && !Cfg.Inference)
       return false;
     return V->isInitializer() || R.Constants.count(V) > 0;
   };
@@ -366,7 +381,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   NodeCost NC;
   NC.N = &N;
   NC.Multiplier = Multiplier;
-  CostContext C{N, {}, FloatBytes};
+  CostContext C{N, {}, FloatBytes, Cfg.Inference};
   for (unsigned I = 0; I < N.Inputs.size(); ++I)
     C.InputNeedsGrad.push_back(N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) &&
                                differentiable(N, I));
@@ -404,6 +419,15 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
                          : "scan length unknown: body counted once";
   }
   NC.Modeled = NC.Unmodeled.empty();
+  // An inference runtime folds what depends on weights and constants alone
+  // (a transposed or dequantized weight) once, at load (ONNX Runtime's
+  // constant folding): no per-pass cost.
+  if (NC.Modeled && Cfg.Inference && N.Domain.empty() && N.OpType != "Constant" &&
+      foldsAtLoad(N)) {
+    if (NC.Fwd.Flops + NC.Fwd.Bytes + NC.Fwd.Transcendentals > 0)
+      ++R.FoldedNodes;
+    NC.Fwd = PhaseCost();
+  }
   if (NC.Modeled) {
     ++R.ModeledNodes;
     R.Fwd += NC.Fwd * Multiplier;

@@ -19,7 +19,8 @@
 //    constant or of a Shape, ...) are not activations, as parameters are
 //    not: saved-activation totals leave them out.
 //  - Training step semantics: BatchNormalization and Dropout are costed in
-//    training mode whatever the exported graph says.
+//    training mode whatever the exported graph says; with --inference in
+//    inference mode (running statistics; Dropout the identity).
 //
 //===----------------------------------------------------------------------===//
 #ifndef RIDGE_PASSES_COST_COSTMODEL_H
@@ -104,6 +105,9 @@ struct CostResult {
   PhaseCost Fwd, Bwd;          ///< totals, multipliers applied
   double SavedActivationBytes = 0; ///< distinct saved tensors + extras
   size_t ModeledNodes = 0, UnmodeledNodes = 0;
+  /// --inference: nodes with a cost that compute from weights and constants
+  /// alone, folded at load and costed at zero.
+  size_t FoldedNodes = 0;
   /// FLOPs of unmodeled nodes estimated at one per output element: the
   /// denominator of the FLOP coverage figure, never added to totals.
   double UnmodeledFlopsEstimate = 0;
@@ -157,6 +161,9 @@ struct CostContext {
   llvm::SmallVector<bool, 4> InputNeedsGrad;
   /// Element size override for floating-point tensors (--dtype), in bytes.
   std::optional<double> FloatBytes;
+  /// --inference: BatchNormalization uses its running statistics, Dropout
+  /// is the identity.
+  bool Inference = false;
 
   bool anyGrad() const {
     for (bool B : InputNeedsGrad)

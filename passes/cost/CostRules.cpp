@@ -283,6 +283,30 @@ void matmul(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
+/// com.microsoft MatMulNBits(A [..., K], B packed [N, K/block, block*bits/8],
+/// scales, zero_points, ...): Y [..., N] = A x dequantize(B)^T. MACs =
+/// |A|/K * N * K; the kernel dequantizes each weight element as it loads it,
+/// (q - zero_point) * scale: 2 FLOPs per weight element (K * N) per call.
+/// Bytes: every input at its stored width (the packed weight 4 bits per
+/// element), the output written. The weight is integer: no gradient.
+void matmulNBits(const CostContext &C, NodeCost &Out) {
+  const Value *A = C.N.input(0);
+  double K = double(C.N.attrInt("K", 0)), N = double(C.N.attrInt("N", 0));
+  if (K <= 0 || N <= 0)
+    return unmodeled(Out, "MatMulNBits without its K and N attributes");
+  double M = C.elems(A) / K;
+  double Macs = formulas::matmulMacs(1, M, N, K);
+  Out.Fwd.Macs = Macs;
+  Out.Fwd.Flops = 2 * Macs + 2 * K * N;
+  Out.Fwd.Bytes = inBytes(C) + outBytes(C);
+  if (!C.needsGrad(0))
+    return;
+  // dA = dY x dequantize(B): M*K*N MACs, the weight dequantized again.
+  Out.Bwd.Macs = Macs;
+  Out.Bwd.Flops = 2 * Macs + 2 * K * N;
+  defaultBwdBytes(C, Out);
+}
+
 /// QLinearMatMul(a, a_scale, a_zp, b, ...): the product is inputs 0 and 3.
 void qlinearMatmul(const CostContext &C, NodeCost &Out) {
   const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(3)->Shp;
@@ -612,9 +636,20 @@ void normRule(const CostContext &C, NodeCost &Out, double Groups,
 /// add = 3 FLOPs per statistic, 2 statistics: 6 per channel. The updated
 /// statistics are written too (2*C at their element size) unless the node's
 /// optional outputs 1, 2 (running_mean, running_var) already count them.
+///
+/// Inference mode: y = x * a + b with a = scale / sqrt(var + eps) and
+/// b = B - mean * a per channel: 2 FLOPs per element, one rsqrt and 3 FLOPs
+/// (add eps, multiply, multiply-subtract = 2) per channel, 4 per channel in
+/// all; reads x and the four per-channel tensors, writes y.
 void batchNorm(const CostContext &C, NodeCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
   double Channels = X.rank() >= 2 ? X.Dims[1].extent() : 1;
+  if (C.Inference) {
+    Out.Fwd.Flops = 2 * inElems(C) + 4 * Channels;
+    Out.Fwd.Transcendentals = Channels;
+    Out.Fwd.Bytes = inBytes(C) + C.bytes(C.N.output(0));
+    return;
+  }
   normRule(C, Out, Channels, 1, 2);
   Out.Fwd.Flops += 6 * Channels;
   for (unsigned I = 1; I <= 2; ++I)
@@ -1100,7 +1135,10 @@ void metadata(const CostContext &C, NodeCost &Out) {}
 /// (random generation not counted) and y = x * mask / (1 - p): 2 FLOPs per
 /// element; the mask is written and kept for backward (1 byte per element);
 /// backward dy * mask / (1 - p): 2 per element.
+/// Inference mode: the identity, which runtimes remove (nothing moves).
 void dropout(const CostContext &C, NodeCost &Out) {
+  if (C.Inference)
+    return;
   double N = outElems(C);
   Out.Fwd.Flops = 2 * N;
   Out.Fwd.Bytes = C.bytes(C.N.input(0)) + C.bytes(C.N.output(0)) + N;

@@ -244,6 +244,10 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
   const Config &Cfg = AM.config();
   TrainingStepResult R;
   R.Params = C->TrainableParams;
+  if (Cfg.Inference) { // no step: nothing updated, saved or replayed
+    R.Recomputed.assign(C->Nodes.size(), false);
+    return R;
+  }
   // Working weights and gradients at the compute dtype (the stored one
   // without --dtype: fp32 for an fp32 export); under 16-bit mixed precision
   // an fp32 master copy joins the optimizer state (ZeRO's K = 12 for Adam).

@@ -13,6 +13,7 @@
 #include "passes/roofline/Roofline.h"
 #include "passes/report/RooflineChart.h"
 #include "passes/cost/TrainingStep.h"
+#include "passes/inference/Inference.h"
 #include "llvm/Support/FormatAdapters.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -75,6 +76,17 @@ void printDataSymbols(const Model &M, llvm::raw_ostream &OS) {
     else
       OS << "bind it with --dim " << Name << "=N\n";
   }
+}
+
+/// The batch an inference pass runs at: dim 0 of the first graph input,
+/// when known (1 otherwise: samples/s is then per pass).
+double boundBatch(const Model &M) {
+  for (const Value *V : M.Main->Inputs)
+    if (!V->isInitializer())
+      return V->Shp && V->Shp->rank() > 0 && V->Shp->Dims[0].isKnown()
+                 ? double(V->Shp->Dims[0].extent())
+                 : 1.0;
+  return 1.0;
 }
 
 struct OpTypeTotal {
@@ -210,9 +222,22 @@ llvm::json::Object phaseTimeJson(const PhaseTime &P, const NodeCost &NC, bool Bw
   return O;
 }
 
+llvm::json::Object inferenceMemoryJson(const InferenceMemoryResult &I) {
+  return llvm::json::Object{
+      {"weights", I.WeightBytes},
+      {"weight_tensors", int64_t(I.WeightTensors)},
+      {"activations", I.ActivationPeakBytes},
+      {"activation_peak_node",
+       I.PeakNode ? llvm::json::Value(I.PeakNode->Name) : llvm::json::Value(nullptr)},
+      {"activations_of_unknown_size", int64_t(I.UnknownSize)},
+      {"kv_cache", I.KVCacheKnown ? llvm::json::Value(I.KVCacheBytes) : nullptr},
+      {"kv_cache_tensors", int64_t(I.KV.size())},
+      {"total", I.totalBytes()}};
+}
+
 void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
-               AnalysisManager &AM) {
+               const InferenceMemoryResult *Inf, AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs;
   GemmMemo Memo;
@@ -265,6 +290,7 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       {"model", M.Path},
       {"options",
        llvm::json::Object{
+           {"mode", Inf ? "inference" : "training"},
            {"dtype", Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : "as stored"},
            {"optimizer", optimizerName(Cfg.Opt)},
            {"recompute", recomputeName(Cfg.Recomp)},
@@ -290,7 +316,7 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                           {"memory_bound_share",
                            RL.stepSeconds() > 0 ? RL.MemoryBoundSeconds / RL.stepSeconds() : 0.0},
                           {"mfu", RL.MFU}}},
-      {"memory_fits", T.totalBytes() <= RL.Dev->MemCapacity},
+      {"memory_fits", (Inf ? Inf->totalBytes() : T.totalBytes()) <= RL.Dev->MemCapacity},
       {"fusion",
        llvm::json::Object{{"groups", int64_t(F.Groups.size())},
                           {"fused_ops", int64_t(F.FusedOps)},
@@ -309,13 +335,13 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                           {"optimizer", phaseJson(T.Optimizer)},
                           {"recompute_flops", T.RecomputeFlops},
                           {"step_flops", T.stepFlops(C)}}},
-      {"memory",
-       llvm::json::Object{{"weights", T.WeightBytes},
-                          {"master_weights", T.MasterWeightBytes},
-                          {"gradients", T.GradientBytes},
-                          {"optimizer_state", T.OptimizerStateBytes},
-                          {"activations", T.ActivationBytes},
-                          {"total", T.totalBytes()}}},
+      {"memory", Inf ? inferenceMemoryJson(*Inf)
+                     : llvm::json::Object{{"weights", T.WeightBytes},
+                                          {"master_weights", T.MasterWeightBytes},
+                                          {"gradients", T.GradientBytes},
+                                          {"optimizer_state", T.OptimizerStateBytes},
+                                          {"activations", T.ActivationBytes},
+                                          {"total", T.totalBytes()}}},
       {"coverage",
        llvm::json::Object{{"nodes", int64_t(C.ModeledNodes + C.UnmodeledNodes)},
                           {"modeled", int64_t(C.ModeledNodes)},
@@ -324,6 +350,13 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       {"by_op_type", std::move(Ops)},
       {"nodes", std::move(Nodes)},
       {"symbols", symbolsJson(M)},
+      {"inference", Inf ? llvm::json::Value(llvm::json::Object{
+                              {"batch", boundBatch(M)},
+                              {"latency_seconds", RL.FwdSeconds},
+                              {"samples_per_second",
+                               RL.FwdSeconds > 0 ? boundBatch(M) / RL.FwdSeconds : 0.0},
+                              {"folded_nodes", int64_t(C.FoldedNodes)}})
+                        : llvm::json::Value(nullptr)},
       {"warnings", llvm::json::Array(AM.diags().warnings())}};
   *Cfg.Out << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
 }
@@ -387,12 +420,46 @@ void printFolded(const CostResult &C, size_t Shown, llvm::raw_ostream &OS) {
   OS << ")\n";
 }
 
+void printTrainingMemory(const TrainingStepResult &T, const Device &D, llvm::raw_ostream &OS) {
+  OS << "memory: weights " << siNumber(T.WeightBytes, "B");
+  if (T.MasterWeightBytes > 0)
+    OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
+  OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
+     << siNumber(T.OptimizerStateBytes, "B") << " + activations "
+     << siNumber(T.ActivationBytes, "B") << " = " << siNumber(T.totalBytes(), "B")
+     << formatv(" ({0} {1} of {2})\n",
+                T.totalBytes() <= D.MemCapacity ? "fits" : "DOES NOT FIT", D.Name,
+                siNumber(D.MemCapacity, "B"));
+}
+
+/// Weights, the live peak and its node, the KV cache; what fits.
+void printInferenceMemory(const InferenceMemoryResult &I, const Device &D,
+                          llvm::raw_ostream &OS) {
+  OS << formatv("memory: weights {0} ({1} tensor(s) at their stored width) + activations "
+                "{2} (the live peak",
+                siNumber(I.WeightBytes, "B"), I.WeightTensors,
+                siNumber(I.ActivationPeakBytes, "B"));
+  if (I.PeakNode)
+    OS << ", while '" << I.PeakNode->Name << "' (" << I.PeakNode->qualifiedOpType()
+       << ") runs";
+  OS << ")";
+  if (!I.KV.empty())
+    OS << " + KV cache "
+       << (I.KVCacheKnown ? siNumber(I.KVCacheBytes, "B") : std::string("unknown"))
+       << formatv(" ({0} tensor(s))", I.KV.size());
+  OS << " = " << siNumber(I.totalBytes(), "B")
+     << formatv(" ({0} {1} of {2})\n", I.totalBytes() <= D.MemCapacity ? "fits" : "DOES NOT FIT",
+                D.Name, siNumber(D.MemCapacity, "B"));
+  if (I.UnknownSize)
+    OS << formatv("  ({0} activation(s) of unknown size not counted)\n", I.UnknownSize);
+}
+
 void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
-               const Config &Cfg) {
+               const InferenceMemoryResult *Inf, const Config &Cfg) {
   llvm::raw_ostream &OS = *Cfg.Out;
-  OS << "model: " << M.Path << " (" << S.Nodes << " nodes, "
-     << withCommas(T.Params) << " trainable parameters";
+  OS << "model: " << M.Path << " (" << S.Nodes << " nodes, " << withCommas(T.Params)
+     << (Inf ? " parameters" : " trainable parameters");
   if (C.NodeParamTensors)
     OS << ", " << withCommas(C.NodeParams) << " of them in " << C.NodeParamTensors
        << " tensor(s) the graph computes from constants";
@@ -402,10 +469,14 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       OS << "input:  " << V->Name << ' ' << V->typeStr() << '\n';
   for (const Value *V : M.Main->Outputs)
     OS << "output: " << V->Name << ' ' << V->typeStr() << '\n';
-  OS << "training step: "
-     << (Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : std::string("dtype as stored"))
-     << ", " << optimizerName(Cfg.Opt) << ", recompute " << recomputeName(Cfg.Recomp)
-     << "\n";
+  std::string DTypeStr =
+      Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : std::string("dtype as stored");
+  if (Inf)
+    OS << "inference: forward only, " << DTypeStr << ", batch " << exactNumber(boundBatch(M))
+       << "\n";
+  else
+    OS << "training step: " << DTypeStr << ", " << optimizerName(Cfg.Opt) << ", recompute "
+       << recomputeName(Cfg.Recomp) << "\n";
   OS << formatv("device: {0} ({1} peak {2}, {3}, ridge point {4:F1} FLOP/B; "
                 "efficiency compute {5}, memory {6}; {7})\n\n",
                 RL.Dev->Name, dtypeName(RL.StepType), siNumber(RL.MatrixPeak, "FLOP/s"),
@@ -494,19 +565,32 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                   siNumber(P.Bytes, "B"));
   };
   Phase("forward", C.Fwd);
-  Phase("backward", C.Bwd);
-  if (T.RecomputeFlops > 0)
-    Phase("recompute", PhaseCost{T.RecomputeFlops, T.RecomputeMacs, 0, T.RecomputeBytes});
-  Phase("optimizer", T.Optimizer);
-  OS << formatv("  {0,-10} {1,12}\n", "step", siNumber(T.stepFlops(C), "FLOP"));
   double Step = RL.stepSeconds();
-  OS << formatv("step time on {0}: {1} (forward {2}, backward {3}", RL.Dev->Name,
-                seconds(Step), seconds(RL.FwdSeconds), seconds(RL.BwdSeconds));
-  if (RL.RecomputeSeconds > 0)
-    OS << ", recompute " << seconds(RL.RecomputeSeconds);
-  OS << formatv(", optimizer {0}); {1:P1} of it in memory-bound ops; MFU {2:P1}\n",
-                seconds(RL.OptimizerSeconds), Step > 0 ? RL.MemoryBoundSeconds / Step : 0.0,
-                RL.MFU);
+  if (Inf) {
+    double Batch = boundBatch(M);
+    OS << formatv("forward latency on {0}: {1} at batch {2} ({3} samples/s); {4:P1} of it "
+                  "in memory-bound ops; MFU {5:P1}\n",
+                  RL.Dev->Name, seconds(Step), exactNumber(Batch),
+                  Step > 0 ? siNumber(Batch / Step) : std::string("-"),
+                  Step > 0 ? RL.MemoryBoundSeconds / Step : 0.0, RL.MFU);
+    if (C.FoldedNodes)
+      OS << formatv("({0} node(s) compute from weights and constants alone: folded once "
+                    "at load, as ONNX Runtime does, and not costed per pass)\n",
+                    C.FoldedNodes);
+  } else {
+    Phase("backward", C.Bwd);
+    if (T.RecomputeFlops > 0)
+      Phase("recompute", PhaseCost{T.RecomputeFlops, T.RecomputeMacs, 0, T.RecomputeBytes});
+    Phase("optimizer", T.Optimizer);
+    OS << formatv("  {0,-10} {1,12}\n", "step", siNumber(T.stepFlops(C), "FLOP"));
+    OS << formatv("step time on {0}: {1} (forward {2}, backward {3}", RL.Dev->Name,
+                  seconds(Step), seconds(RL.FwdSeconds), seconds(RL.BwdSeconds));
+    if (RL.RecomputeSeconds > 0)
+      OS << ", recompute " << seconds(RL.RecomputeSeconds);
+    OS << formatv(", optimizer {0}); {1:P1} of it in memory-bound ops; MFU {2:P1}\n",
+                  seconds(RL.OptimizerSeconds), Step > 0 ? RL.MemoryBoundSeconds / Step : 0.0,
+                  RL.MFU);
+  }
   // Top ops by time, and the op types a higher-intensity implementation
   // (fusion, another partitioning) would speed up most: the time a
   // memory-bound phase spends above its compute time.
@@ -553,15 +637,10 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                   siNumber(F.BytesAfter, "B"), seconds(F.StepSecondsBefore),
                   seconds(F.StepSecondsAfter),
                   F.StepSecondsBefore > 0 ? F.StepSecondsAfter / F.StepSecondsBefore - 1 : 0.0);
-  OS << "memory: weights " << siNumber(T.WeightBytes, "B");
-  if (T.MasterWeightBytes > 0)
-    OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
-  OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
-     << siNumber(T.OptimizerStateBytes, "B") << " + activations "
-     << siNumber(T.ActivationBytes, "B") << " = " << siNumber(T.totalBytes(), "B")
-     << formatv(" ({0} {1} of {2})\n",
-                T.totalBytes() <= RL.Dev->MemCapacity ? "fits" : "DOES NOT FIT", RL.Dev->Name,
-                siNumber(RL.Dev->MemCapacity, "B"));
+  if (Inf)
+    printInferenceMemory(*Inf, *RL.Dev, OS);
+  else
+    printTrainingMemory(T, *RL.Dev, OS);
   size_t Total = C.ModeledNodes + C.UnmodeledNodes;
   OS << formatv("coverage: {0} of {1} nodes modeled ({2:P1}); {3:P1} of estimated "
                 "forward FLOPs\n",
@@ -590,15 +669,22 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
   auto F = AM.getResult<FusionAnalysis>();
   if (!F)
     return F.takeError();
+  const InferenceMemoryResult *Inf = nullptr;
+  if (AM.config().Inference) {
+    auto I = AM.getResult<InferenceMemoryAnalysis>();
+    if (!I)
+      return I.takeError();
+    Inf = &*I;
+  }
   switch (AM.config().Format) {
   case OutputFormat::Json:
-    printJson(M, *S, *C, *T, *RL, *F, AM);
+    printJson(M, *S, *C, *T, *RL, *F, Inf, AM);
     break;
   case OutputFormat::Csv:
     printCsv(*C, *RL, AM.config());
     break;
   case OutputFormat::Text:
-    printText(M, *S, *C, *T, *RL, *F, AM.config());
+    printText(M, *S, *C, *T, *RL, *F, Inf, AM.config());
     break;
   }
   if (!AM.config().RooflinePath.empty())

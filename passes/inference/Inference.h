@@ -1,0 +1,149 @@
+//===- Inference.h - Forward-only memory, KV caches, prefill and decode -*- C++ -*-===//
+//
+// `ridge analyze --inference`: what a forward pass holds and how fast it
+// runs. Memory is the weights at their stored width plus the peak of the
+// activations live at once over the execution order (a tensor lives from
+// its producer to its last consumer: what a runtime that reuses buffers
+// sees), plus a decoder's KV cache. With --prompt and --context the graph
+// is loaded again at the prefill (past = 0, seq = P) and at one decode step
+// (past = C - 1, seq = 1), and at growing batches for the throughput sweep.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_INFERENCE_INFERENCE_H
+#define RIDGE_PASSES_INFERENCE_INFERENCE_H
+
+#include "analyzer/Diagnostics.h"
+#include "passes/cost/CostModel.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include <functional>
+#include <memory>
+
+namespace ridge {
+
+/// One layer's cached keys or values: a graph input (past) concatenated
+/// with the step's new keys or values along the sequence axis into a graph
+/// output (present), as Hugging Face and optimum exports lay them out
+/// (past_key_values.{i}.key [batch, kv_heads, past, head_dim] ->
+/// present.{i}.key [batch, kv_heads, past + seq, head_dim]).
+struct KVCacheEntry {
+  const Value *Past = nullptr;
+  const Value *Present = nullptr;
+  const Node *Concat = nullptr;
+  unsigned Axis = 0; ///< the sequence axis
+};
+
+/// The KV cache of G, found by structure: a Concat of two inputs, one a
+/// graph input (through Cast or Identity), whose output is a graph output
+/// (through Cast or Identity), the name not consulted.
+std::vector<KVCacheEntry> findKVCache(const Graph &G);
+
+struct InferenceMemoryResult {
+  /// Initializers and Constant-node tensors at their stored width (floating
+  /// ones at --dtype when it is given): int8 weights 1 byte, int4 half.
+  double WeightBytes = 0;
+  size_t WeightTensors = 0;
+  double Params = 0; ///< elements of the floating-point weights
+  /// The most bytes of activations live at once, and the node running then
+  /// (its inputs and outputs both live). KV-cache tensors are counted apart.
+  double ActivationPeakBytes = 0;
+  const Node *PeakNode = nullptr;
+  /// Per main-graph node: activation bytes live while it runs.
+  std::vector<double> LiveBytes;
+  /// Activations whose size is not known (not counted).
+  size_t UnknownSize = 0;
+  std::vector<KVCacheEntry> KV;
+  /// The present tensors: the cache held after this pass; 0 when unknown.
+  double KVCacheBytes = 0;
+  bool KVCacheKnown = true;
+  double totalBytes() const { return WeightBytes + ActivationPeakBytes + KVCacheBytes; }
+};
+
+struct InferenceMemoryAnalysis {
+  using Result = InferenceMemoryResult;
+  static constexpr const char *Name = "inference-memory";
+  static llvm::Expected<Result> run(Model &M, AnalysisManager &AM);
+};
+
+/// `print<liveness>`: per main-graph node, the activation bytes live while
+/// it runs, then the weights, the peak and its node, and the KV cache.
+RIDGE_DECLARE_PASS(PrintLivenessPass)
+
+//===----------------------------------------------------------------------===//
+// Prefill, decode and the batch sweep
+//===----------------------------------------------------------------------===//
+
+struct ServingOptions {
+  std::optional<int64_t> Prompt;  ///< --prompt P
+  std::optional<int64_t> Context; ///< --context C
+  int64_t Batch = 1;              ///< --batch
+  /// Largest batch the sweep tries (it stops earlier when memory runs out).
+  int64_t MaxSweepBatch = 4096;
+  bool Sweep = true;
+};
+
+/// One forward pass analyzed: prefill or a decode step at one batch.
+struct ServingPass {
+  int64_t Batch = 1;
+  int64_t Tokens = 0;      ///< new tokens per sequence (P, or 1 in decode)
+  int64_t Context = 0;     ///< past + new tokens
+  double Seconds = 0;      ///< the forward on the device
+  /// The same with element-wise ops and norms fused into their producers
+  /// (the fusion what-if: what a fusing engine runs).
+  double FusedSeconds = 0;
+  double MemoryBoundSeconds = 0;
+  double ComputeBoundSeconds = 0; ///< phases bound by compute or transcendentals
+  /// Of the products with a weight operand (projections, MLP, LM head):
+  /// seconds bound by compute and by memory.
+  double WeightProductComputeSeconds = 0, WeightProductMemorySeconds = 0;
+  PhaseCost Fwd;           ///< totals
+  double WeightBytes = 0, ActivationPeakBytes = 0, KVCacheBytes = 0;
+  std::string PeakNode;
+  double MatrixPeak = 0, Bandwidth = 0;
+  size_t Unmodeled = 0;
+  /// Op types by time: (op, nodes, seconds, memory-bound seconds).
+  struct OpTime {
+    std::string Op;
+    size_t Count = 0;
+    double Seconds = 0, MemoryBoundSeconds = 0, Flops = 0, Bytes = 0;
+  };
+  std::vector<OpTime> ByOp;
+  double totalBytes() const { return WeightBytes + ActivationPeakBytes + KVCacheBytes; }
+  double tokensPerSecond() const { return Seconds > 0 ? Batch * Tokens / Seconds : 0; }
+  double memoryBoundShare() const { return Seconds > 0 ? MemoryBoundSeconds / Seconds : 0; }
+  bool fits(double Capacity) const { return totalBytes() <= Capacity; }
+};
+
+struct ServingResult {
+  std::string Model;
+  std::string Device;
+  double Capacity = 0;
+  size_t KVLayers = 0;            ///< present tensors (a key and a value per layer)
+  std::string PastSymbol, SeqSymbol, BatchSymbol;
+  std::optional<ServingPass> Prefill, Decode;
+  /// Decode (or prefill without --context) at batch 1, 2, 4, ... while it fits.
+  std::vector<ServingPass> Sweep;
+  /// The first swept batch with more of its time bound by compute than by
+  /// memory, if any.
+  std::optional<int64_t> ComputeBoundFrom;
+  /// The first swept batch whose products with weights are more compute-
+  /// than memory-bound: where reading the weights stops setting the pace.
+  std::optional<int64_t> WeightProductsComputeBoundFrom;
+};
+
+/// Loads the model with the given dim bindings at a batch (0: the batch the
+/// user's bindings give).
+using ServingLoadFn = std::function<llvm::Expected<std::unique_ptr<Model>>(
+    const std::vector<std::pair<std::string, int64_t>> &Bindings, int64_t Batch,
+    DiagnosticEngine &Diags)>;
+
+/// The prefill of --prompt tokens and one decode step at --context, each
+/// analyzed forward-only on Cfg's device, and the batch sweep. Errors name
+/// the model: --context without a KV cache, --prompt longer than a fixed
+/// sequence dim.
+llvm::Expected<ServingResult> analyzeServing(const ServingLoadFn &Load, const Config &Cfg,
+                                             const ServingOptions &SO,
+                                             DiagnosticEngine &Diags);
+
+} // namespace ridge
+
+#endif

@@ -1,0 +1,227 @@
+//===- ServingReport.cpp - Prefill, decode and the batch sweep, printed ---===//
+#include "passes/report/ServingReport.h"
+#include "analyzer/Format.h"
+#include "devices/Device.h"
+#include "passes/roofline/KernelModel.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include <algorithm>
+
+using namespace ridge;
+using llvm::formatv;
+
+namespace {
+
+std::string seconds(double S) {
+  if (S >= 1)
+    return formatv("{0:F2} s", S).str();
+  if (S >= 1e-3)
+    return formatv("{0:F2} ms", S * 1e3).str();
+  return formatv("{0:F1} us", S * 1e6).str();
+}
+
+/// (weights + KV cache) / bandwidth: the least a pass that reads every
+/// weight and the whole cache once can take.
+double bandwidthFloor(const ServingPass &P) {
+  return P.Bandwidth > 0 ? (P.WeightBytes + P.KVCacheBytes) / P.Bandwidth : 0;
+}
+
+void printMemory(const ServingPass &P, double Capacity, llvm::raw_ostream &OS) {
+  OS << formatv("  memory: weights {0} + activations {1} (live peak, at '{2}') + KV cache "
+                "{3} = {4} ({5})\n",
+                siNumber(P.WeightBytes, "B"), siNumber(P.ActivationPeakBytes, "B"), P.PeakNode,
+                siNumber(P.KVCacheBytes, "B"), siNumber(P.totalBytes(), "B"),
+                P.fits(Capacity) ? "fits" : "DOES NOT FIT");
+}
+
+void printTopOps(const ServingPass &P, llvm::raw_ostream &OS) {
+  OS << "  by op type:";
+  for (size_t I = 0; I < std::min<size_t>(4, P.ByOp.size()); ++I) {
+    const ServingPass::OpTime &O = P.ByOp[I];
+    OS << formatv("{0} {1} x{2} {3} ({4:P0}, {5:P0} memory-bound)", I ? "," : "", O.Op,
+                  O.Count, seconds(O.Seconds), O.Seconds / P.Seconds,
+                  O.Seconds > 0 ? O.MemoryBoundSeconds / O.Seconds : 0.0);
+  }
+  OS << "\n";
+}
+
+void printText(const ServingResult &R, const ServingOptions &SO, const Config &Cfg,
+               llvm::raw_ostream &OS) {
+  OS << "model: " << R.Model;
+  if (R.KVLayers)
+    OS << formatv(" (KV cache: {0} tensor(s); past length '{1}', new tokens '{2}')",
+                  R.KVLayers, R.PastSymbol, R.SeqSymbol.empty() ? "fixed" : R.SeqSymbol);
+  OS << "\n";
+  OS << formatv("inference on {0}: forward only, {1}, batch {2}\n", R.Device,
+                Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : "dtype as stored",
+                SO.Batch);
+  if (const auto &P = R.Prefill) {
+    OS << formatv("prefill of {0} tokens: time to first token {1} ({2} tokens/s); {3}, {4} "
+                  "moved; {5:P1} of it in memory-bound ops\n",
+                  P->Tokens, seconds(P->Seconds), siNumber(P->tokensPerSecond()),
+                  siNumber(P->Fwd.Flops, "FLOP"), siNumber(P->Fwd.Bytes, "B"),
+                  P->memoryBoundShare());
+    OS << formatv("  fused (element-wise ops and norms into their producers): {0}\n",
+                  seconds(P->FusedSeconds));
+    printMemory(*P, R.Capacity, OS);
+    printTopOps(*P, OS);
+  }
+  if (const auto &D = R.Decode) {
+    OS << formatv("decode at context {0}: time per output token {1} ({2} tokens/s); {3}, {4} "
+                  "moved; {5:P1} of it in memory-bound ops\n",
+                  D->Context, seconds(D->Seconds), siNumber(D->tokensPerSecond()),
+                  siNumber(D->Fwd.Flops, "FLOP"), siNumber(D->Fwd.Bytes, "B"),
+                  D->memoryBoundShare());
+    double Floor = bandwidthFloor(*D);
+    double Compute = D->Seconds > 0 ? D->ComputeBoundSeconds / D->Seconds : 0;
+    double Memory = D->memoryBoundShare(), Other = std::max(0.0, 1 - Compute - Memory);
+    OS << formatv("  bandwidth floor: (weights {0} + KV cache {1}) / {2} = {3}; the step takes "
+                  "{4:F2}x that; {5} ({6:P0} of its time memory-bound, {7:P0} compute-bound, "
+                  "{8:P0} at the launch floor of small ops)\n",
+                  siNumber(D->WeightBytes, "B"), siNumber(D->KVCacheBytes, "B"),
+                  siNumber(D->Bandwidth, "B/s"), seconds(Floor),
+                  Floor > 0 ? D->Seconds / Floor : 0.0,
+                  Memory >= Compute && Memory >= Other ? "decode is bandwidth-bound"
+                  : Compute >= Other                   ? "decode is compute-bound"
+                                                       : "decode is launch-bound",
+                  Memory, Compute, Other);
+    OS << formatv("  fused (element-wise ops and norms into their producers): {0} per token "
+                  "({1} tokens/s)\n",
+                  seconds(D->FusedSeconds),
+                  siNumber(D->FusedSeconds > 0 ? D->Batch / D->FusedSeconds : 0));
+    printMemory(*D, R.Capacity, OS);
+    printTopOps(*D, OS);
+  }
+  if (R.Sweep.empty())
+    return;
+  bool Decode = R.Decode.has_value();
+  OS << formatv("batch sweep ({0}):\n", Decode ? formatv("decode at context {0}", *SO.Context).str()
+                                               : formatv("prefill of {0} tokens",
+                                                         R.Prefill->Tokens).str());
+  OS << formatv("  {0,6} {1,12} {2,12} {3,10} {4,13} {5,14}\n", "batch", "tokens/s",
+                Decode ? "time/token" : "time", "memory", "memory-bound", "weight products");
+  for (const ServingPass &P : R.Sweep) {
+    double W = P.WeightProductComputeSeconds + P.WeightProductMemorySeconds;
+    OS << formatv("  {0,6} {1,12} {2,12} {3,10} {4,13:P0} {5,14}{6}\n", P.Batch,
+                  siNumber(P.tokensPerSecond()), seconds(P.Seconds),
+                  siNumber(P.totalBytes(), "B"), P.memoryBoundShare(),
+                  W <= 0 ? std::string("-")
+                  : P.WeightProductComputeSeconds > P.WeightProductMemorySeconds
+                      ? std::string("compute")
+                      : std::string("memory"),
+                  P.fits(R.Capacity) ? "" : "  does not fit");
+  }
+  const char *Phase = Decode ? "decode" : "prefill";
+  if (R.WeightProductsComputeBoundFrom)
+    OS << formatv("the products with weights turn compute-bound at batch {0} (the ridge "
+                  "point of {1}: from there more batch costs time in proportion)\n",
+                  *R.WeightProductsComputeBoundFrom, Phase);
+  const ServingPass &Last = R.Sweep.back();
+  int64_t LargestFit = Last.fits(R.Capacity) ? Last.Batch : Last.Batch / 2;
+  if (R.ComputeBoundFrom)
+    OS << formatv("{0} as a whole turns compute-bound at batch {1} (more of its time in ops "
+                  "bound by compute than by memory)\n",
+                  Phase, *R.ComputeBoundFrom);
+  else if (LargestFit >= 1)
+    OS << formatv("{0} as a whole stays memory-bound up to batch {1}, the largest swept that "
+                  "fits{2}\n",
+                  Phase, LargestFit,
+                  Decode ? " (each sequence's cache is read once per token whatever the batch)"
+                         : "");
+  else
+    OS << "batch 1 does not fit on the device\n";
+}
+
+llvm::json::Object memoryJson(const ServingPass &P) {
+  return llvm::json::Object{{"weights", P.WeightBytes},
+                            {"activations", P.ActivationPeakBytes},
+                            {"activation_peak_node", P.PeakNode},
+                            {"kv_cache", P.KVCacheBytes},
+                            {"total", P.totalBytes()}};
+}
+
+llvm::json::Object passJson(const ServingPass &P, bool Decode) {
+  llvm::json::Object O{{"batch", P.Batch},
+                       {"tokens", P.Tokens},
+                       {"context", P.Context},
+                       {"flops", P.Fwd.Flops},
+                       {"macs", P.Fwd.Macs},
+                       {"bytes", P.Fwd.Bytes},
+                       {"memory_bound_share", P.memoryBoundShare()},
+                       {"unmodeled_nodes", int64_t(P.Unmodeled)},
+                       {"memory", memoryJson(P)}};
+  O["fused_seconds"] = P.FusedSeconds;
+  if (Decode) {
+    O["seconds_per_token"] = P.Seconds;
+    O["bandwidth_floor_seconds"] = bandwidthFloor(P);
+  } else {
+    O["seconds"] = P.Seconds;
+  }
+  O["tokens_per_second"] = P.tokensPerSecond();
+  llvm::json::Array Ops;
+  for (const ServingPass::OpTime &T : P.ByOp)
+    Ops.push_back(llvm::json::Object{{"op", T.Op},
+                                     {"count", int64_t(T.Count)},
+                                     {"seconds", T.Seconds},
+                                     {"memory_bound_seconds", T.MemoryBoundSeconds},
+                                     {"flops", T.Flops},
+                                     {"bytes", T.Bytes}});
+  O["by_op_type"] = std::move(Ops);
+  return O;
+}
+
+void printJson(const ServingResult &R, const ServingOptions &SO, const Config &Cfg,
+               llvm::raw_ostream &OS) {
+  llvm::json::Object Inf{{"kv_cache_tensors", int64_t(R.KVLayers)},
+                         {"past_dim", R.PastSymbol},
+                         {"sequence_dim", R.SeqSymbol}};
+  if (R.Prefill)
+    Inf["prefill"] = passJson(*R.Prefill, false);
+  if (R.Decode)
+    Inf["decode"] = passJson(*R.Decode, true);
+  llvm::json::Array Sweep;
+  for (const ServingPass &P : R.Sweep)
+    Sweep.push_back(llvm::json::Object{{"batch", P.Batch},
+                                       {"seconds", P.Seconds},
+                                       {"tokens_per_second", P.tokensPerSecond()},
+                                       {"memory", P.totalBytes()},
+                                       {"memory_bound_share", P.memoryBoundShare()},
+                                       {"fits", P.fits(R.Capacity)}});
+  Inf["sweep"] = std::move(Sweep);
+  Inf["compute_bound_from_batch"] =
+      R.ComputeBoundFrom ? llvm::json::Value(*R.ComputeBoundFrom) : nullptr;
+  Inf["weight_products_compute_bound_from_batch"] =
+      R.WeightProductsComputeBoundFrom ? llvm::json::Value(*R.WeightProductsComputeBoundFrom)
+                                       : nullptr;
+  const ServingPass &Main = R.Decode ? *R.Decode : *R.Prefill;
+  llvm::json::Object Doc{
+      {"schema", "ridge.analyze/1"},
+      {"model", R.Model},
+      {"options",
+       llvm::json::Object{
+           {"mode", "inference"},
+           {"dtype", Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : "as stored"},
+           {"batch", SO.Batch},
+           {"prompt", SO.Prompt ? llvm::json::Value(*SO.Prompt) : nullptr},
+           {"context", SO.Context ? llvm::json::Value(*SO.Context) : nullptr},
+           {"time_model", hasKernelModel(*Cfg.Dev, Cfg) ? "kernels" : "roofline"}}},
+      {"device", llvm::json::Object{{"name", R.Device},
+                                    {"peak_flops", Main.MatrixPeak},
+                                    {"memory_bandwidth", Main.Bandwidth},
+                                    {"memory_capacity", R.Capacity}}},
+      {"time", llvm::json::Object{{"step_seconds", Main.Seconds}}},
+      {"memory", memoryJson(Main)},
+      {"memory_fits", Main.fits(R.Capacity)},
+      {"inference", std::move(Inf)}};
+  OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+}
+
+} // namespace
+
+void ridge::printServing(const ServingResult &R, const ServingOptions &SO, const Config &Cfg,
+                         llvm::raw_ostream &OS) {
+  if (Cfg.Format == OutputFormat::Json)
+    printJson(R, SO, Cfg, OS);
+  else
+    printText(R, SO, Cfg, OS);
+}
