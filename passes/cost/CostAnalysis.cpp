@@ -74,6 +74,12 @@ private:
     return !(Rule && I < 32 && (Rule->NonDiffInputs >> I) & 1);
   }
   void costNode(const Node &N, double Multiplier, bool BodyNeedsBackward);
+  /// Inference: a product reads a DequantizeLinear'd integer weight as the
+  /// integer tensor (and its scale and zero point), dequantizing in the
+  /// kernel, as ONNX Runtime's QDQ fusion and MatMulNBits run it; when its
+  /// other operand is dequantized from an integer tensor too, it multiplies
+  /// in int8.
+  void fuseDequantizedWeights(const Node &N, NodeCost &NC) const;
   /// Every output of N is a constant (computed from weights and constants).
   bool foldsAtLoad(const Node &N) const {
     bool Any = false;
@@ -375,6 +381,53 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
   }
 }
 
+/// Ops that multiply integer tensors (their inputs int8/uint8).
+bool integerMath(const Node &N) {
+  llvm::StringRef Op = N.OpType;
+  if (N.Domain.empty())
+    return Op == "QLinearConv" || Op == "QLinearMatMul" || Op == "ConvInteger" ||
+           Op == "MatMulInteger";
+  return N.Domain == "com.microsoft" &&
+         (Op == "QLinearConv" || Op == "QLinearMatMul" || Op == "MatMulIntegerToFloat" ||
+          Op == "DynamicQuantizeMatMul" || Op == "QAttention" || Op == "QGemm");
+}
+
+/// The DequantizeLinear (default domain) of an integer tensor that produces
+/// V, if V is one.
+const Node *dequantizedFromInteger(const Value *V) {
+  const Node *P = V ? V->Producer : nullptr;
+  if (!P || !P->Domain.empty() || P->OpType != "DequantizeLinear" || !P->input(0))
+    return nullptr;
+  DType T = P->input(0)->Elem;
+  return T == DType::Int8 || T == DType::UInt8 || T == DType::Int4 || T == DType::UInt4 ||
+                 T == DType::Int16 || T == DType::UInt16
+             ? P
+             : nullptr;
+}
+
+void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
+  llvm::StringRef Op = N.OpType;
+  if (!N.Domain.empty() ||
+      (Op != "Conv" && Op != "ConvTranspose" && Op != "MatMul" && Op != "Gemm"))
+    return;
+  bool WeightQuantized = false, ActivationQuantized = false;
+  for (unsigned I = 0; I < N.Inputs.size() && I < 2; ++I) {
+    const Node *DQ = dequantizedFromInteger(N.Inputs[I]);
+    if (!DQ)
+      continue;
+    if (!R.Constants.count(N.Inputs[I])) {
+      ActivationQuantized = true; // a runtime tensor, quantized then dequantized
+      continue;
+    }
+    WeightQuantized = true;
+    double Stored = 0;
+    for (const Value *In : DQ->Inputs)
+      Stored += In ? valueBytes(In, FloatBytes) : 0;
+    NC.Fwd.Bytes += Stored - valueBytes(N.Inputs[I], FloatBytes);
+  }
+  NC.IntegerMath |= WeightQuantized && ActivationQuantized;
+}
+
 void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackward) {
   if (isTrainingOp(N) && !TrainingOps++)
     FirstTrainingOp = &N;
@@ -419,6 +472,10 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
                          : "scan length unknown: body counted once";
   }
   NC.Modeled = NC.Unmodeled.empty();
+  if (NC.Modeled)
+    NC.IntegerMath = integerMath(N);
+  if (NC.Modeled && Cfg.Inference)
+    fuseDequantizedWeights(N, NC);
   // An inference runtime folds what depends on weights and constants alone
   // (a transposed or dequantized weight) once, at load (ONNX Runtime's
   // constant folding): no per-pass cost.

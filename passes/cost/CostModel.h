@@ -87,6 +87,10 @@ struct NodeCost {
   /// Bit I: input I (I < 8) needs a gradient (which backward kernels run).
   uint8_t GradInputs = 0;
   bool inputNeedsGrad(unsigned I) const { return I < 8 && (GradInputs >> I & 1); }
+  /// The product multiplies integers: QLinearConv, ConvInteger, ... or, in
+  /// inference, a product of two dequantized int8 operands (a QDQ pair that
+  /// a runtime fuses): timed at the device's int8 rate.
+  bool IntegerMath = false;
 };
 
 /// Formula helpers, each with its formula; unit-tested.

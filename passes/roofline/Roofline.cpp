@@ -108,9 +108,12 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   GemmMemo Memo;
   for (const NodeCost &NC : C->Nodes) {
     NodeRoofline NR;
-    // The op's arithmetic type: --dtype, else its first floating output.
+    // The op's arithmetic type: int8 for integer products, else --dtype,
+    // else its first floating output.
     NR.Type = Cfg.ComputeDType.value_or(DType::Float);
-    if (!Cfg.ComputeDType)
+    if (NC.IntegerMath)
+      NR.Type = DType::Int8;
+    else if (!Cfg.ComputeDType)
       for (const Value *V : NC.N->Outputs)
         if (V && isFloatingPoint(V->Elem)) {
           NR.Type = V->Elem;
