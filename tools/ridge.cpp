@@ -138,19 +138,26 @@ static cl::opt<bool> InferenceOpt(
     "inference",
     cl::desc("Analyze a forward pass only: weights at their stored width, the peak of live "
              "activations, latency and samples/s"),
-    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::cat(RidgeCat));
+    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
 static cl::opt<int64_t> PromptOpt(
     "prompt", cl::desc("Inference: the prefill of P prompt tokens (past 0, sequence P)"),
-    cl::value_desc("P"), cl::init(0), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+    cl::value_desc("P"), cl::init(0), cl::sub(AnalyzeCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
 static cl::opt<int64_t> ContextOpt(
     "context",
     cl::desc("Inference: one decode step at context C (past C-1, one new token), with a "
              "batch sweep"),
-    cl::value_desc("C"), cl::init(0), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+    cl::value_desc("C"), cl::init(0), cl::sub(AnalyzeCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
 static cl::opt<int64_t> BatchOpt("batch",
                                  cl::desc("Inference with --prompt/--context: the batch "
                                           "(default 1)"),
-                                 cl::init(1), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+                                 cl::init(1), cl::sub(AnalyzeCmd), cl::sub(PlanCmd),
+                                 cl::cat(RidgeCat));
+enum class Objective { Latency, Throughput };
+static cl::opt<Objective> ObjectiveOpt(
+    "objective", cl::desc("plan --inference: rank by"),
+    cl::values(clEnumValN(Objective::Latency, "latency", "time per token (default)"),
+               clEnumValN(Objective::Throughput, "throughput", "tokens/s over all devices")),
+    cl::init(Objective::Latency), cl::sub(PlanCmd), cl::cat(RidgeCat));
 static cl::opt<bool> NoSweepOpt("no-sweep",
                                 cl::desc("Inference: skip the batch sweep"),
                                 cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
@@ -371,7 +378,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
       return usageError("--dtype '" + DTypeOpt +
                         "': expected a floating-point type (fp32, bf16, fp16, fp8, fp64)");
     C.ComputeDType = *T;
-  } else if (PlanCmd) {
+  } else if (PlanCmd && !InferenceOpt) {
     C.ComputeDType = DType::BFloat16; // how large models train today
   }
   C.Opt = OptimizerOpt;
@@ -502,6 +509,50 @@ static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &
   return finish(Out, 0);
 }
 
+/// `ridge plan --inference`: tensor parallelism, stages and replicas for
+/// one serving pass.
+static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
+                            llvm::raw_fd_ostream &Out) {
+  if (PlanGlobalBatch.getNumOccurrences() || PlanMicroBatch.getNumOccurrences() ||
+      PlanDP.getNumOccurrences())
+    return fail(usageError("plan --inference: --global-batch, --micro-batch and --dp are "
+                           "training's; the batch is --batch (per replica)"));
+  ServingOptions SO;
+  if (PromptOpt.getNumOccurrences())
+    SO.Prompt = PromptOpt;
+  if (ContextOpt.getNumOccurrences())
+    SO.Context = ContextOpt;
+  SO.Batch = BatchOpt;
+  InferencePlanOptions PO;
+  PO.Devices = PlanDevices;
+  PO.DevicesPerNode = PlanPerNode;
+  PO.MaxTP = PlanMaxTP;
+  if (PlanTP)
+    PO.TP = PlanTP;
+  if (PlanPP)
+    PO.PP = PlanPP;
+  PO.Throughput = ObjectiveOpt == Objective::Throughput;
+  PO.Top = PlanTop;
+  auto Src = ModelSource::open(ModelPath, LO);
+  if (!Src)
+    return fail(Src.takeError());
+  ServingLoadFn Load = [&](const std::vector<std::pair<std::string, int64_t>> &Bind,
+                           int64_t Batch, DiagnosticEngine &D) {
+    LoadOptions Mine = LO;
+    Mine.Timer = nullptr;
+    Mine.DimBindings.insert(Mine.DimBindings.end(), Bind.begin(), Bind.end());
+    if (!Batch)
+      return (*Src)->load(Mine, D);
+    return loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D, "plan --inference --batch");
+  };
+  auto R = planInference(Load, C, SO, PO, Diags);
+  Diags.flush(llvm::errs());
+  if (!R)
+    return fail(R.takeError());
+  printInferencePlan(*R, C, Out);
+  return finish(Out, 0);
+}
+
 /// `ridge print`, `analyze` and `run`: load, then run the pipeline.
 static int runPipeline(PassManager &PM, const LoadOptions &LO, const Config &C, Timing &Timer,
                        DiagnosticEngine &Diags, llvm::raw_fd_ostream &Out) {
@@ -548,6 +599,8 @@ static int runModelCommand(const Device *Dev) {
   auto C = passConfig(Out, Dev);
   if (!C)
     return fail(C.takeError());
+  if (PlanCmd && C->Inference)
+    return runInferencePlan(*LO, *C, Diags, Out);
   if (PlanCmd)
     return runPlan(*LO, *C, Timer, Diags, Out);
   if (AnalyzeCmd && (PromptOpt.getNumOccurrences() || ContextOpt.getNumOccurrences())) {

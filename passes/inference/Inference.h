@@ -136,6 +136,25 @@ using ServingLoadFn = std::function<llvm::Expected<std::unique_ptr<Model>>(
     const std::vector<std::pair<std::string, int64_t>> &Bindings, int64_t Batch,
     DiagnosticEngine &Diags)>;
 
+/// What a serving pass binds, found on the graph at the user's bindings:
+/// the KV cache's past-length symbol and the new tokens' sequence symbol
+/// (or the length the graph fixes). Errors name the model: --context
+/// without a KV cache, --prompt longer than a fixed sequence dim, a fixed
+/// past length, counts below 1.
+struct ServingSetup {
+  std::string Path;
+  size_t KVLayers = 0;
+  std::string Past, Seq;
+  std::optional<int64_t> FixedSeq;
+  std::string SeqWhere; ///< where the sequence dim is, for messages
+  /// New tokens per sequence: 1 in decode, the prompt in the prefill.
+  int64_t tokens(bool Decode, const ServingOptions &SO) const;
+  /// The dims of the decode step at SO.Context or the prefill of SO.Prompt.
+  std::vector<std::pair<std::string, int64_t>> bindings(bool Decode,
+                                                        const ServingOptions &SO) const;
+};
+llvm::Expected<ServingSetup> setupServing(const ServingLoadFn &Load, const ServingOptions &SO);
+
 /// The prefill of --prompt tokens and one decode step at --context, each
 /// analyzed forward-only on Cfg's device, and the batch sweep. Errors name
 /// the model: --context without a KV cache, --prompt longer than a fixed
@@ -143,6 +162,57 @@ using ServingLoadFn = std::function<llvm::Expected<std::unique_ptr<Model>>(
 llvm::Expected<ServingResult> analyzeServing(const ServingLoadFn &Load, const Config &Cfg,
                                              const ServingOptions &SO,
                                              DiagnosticEngine &Diags);
+
+//===----------------------------------------------------------------------===//
+// ridge plan --inference: tensor parallelism, pipeline stages and replicas
+//===----------------------------------------------------------------------===//
+
+struct InferencePlanOptions {
+  unsigned Devices = 1;
+  unsigned DevicesPerNode = 0; ///< 0: the device file's
+  unsigned MaxTP = 0;          ///< 0: devices per node
+  std::optional<unsigned> TP, PP; ///< a fixed configuration when both are set
+  bool Throughput = false;     ///< --objective throughput (else latency)
+  unsigned Top = 5;
+};
+
+/// One configuration: t-way tensor parallelism inside each of p pipeline
+/// stages, r = N / (t p) replicas.
+struct InferencePlanEval {
+  unsigned T = 1, P = 1, R = 1;
+  bool Fits = true;
+  std::string Why;              ///< what does not fit, by how much
+  double PassSeconds = 0;       ///< one pass (a token in decode): stages + communication
+  double SlowestStageSeconds = 0;
+  double TPSeconds = 0;         ///< tensor-parallel all-reduces per pass
+  double P2PSeconds = 0;        ///< sends between stages per pass
+  double TokensPerSecond = 0;   ///< all replicas, p batches in flight each
+  double MemoryBytes = 0;       ///< the fullest device
+  double WeightBytes = 0, KVCacheBytes = 0, ActivationBytes = 0; ///< on it
+  size_t Collectives = 0;       ///< all-reduces per pass
+  bool TPInterNode = false;
+};
+
+struct InferencePlanResult {
+  std::string Model, Device;
+  double Capacity = 0;
+  std::string Phase;            ///< "decode at context 2048", "prefill of 512 tokens"
+  bool Decode = false;
+  int64_t Batch = 1, Tokens = 1;
+  InferencePlanOptions Opts;
+  std::vector<InferencePlanEval> Ranked;   ///< fitting, best first
+  std::vector<InferencePlanEval> Rejected; ///< not fitting, least memory first
+  std::optional<InferencePlanEval> Fixed;
+  InferencePlanEval SingleDevice;
+};
+
+/// Loads the pass once (the decode step at --context, else the prefill of
+/// --prompt, at --batch per replica), propagates the tensor-parallel
+/// sharding at each degree, and evaluates every (t, p, r) with t p r = N.
+llvm::Expected<InferencePlanResult> planInference(const ServingLoadFn &Load, const Config &Cfg,
+                                                  const ServingOptions &SO,
+                                                  const InferencePlanOptions &PO,
+                                                  DiagnosticEngine &Diags);
 
 } // namespace ridge
 

@@ -155,10 +155,8 @@ bool mostlyComputeBound(const ServingPass &P) {
 
 } // namespace
 
-llvm::Expected<ServingResult> ridge::analyzeServing(const ServingLoadFn &Load,
-                                                    const Config &Cfg,
-                                                    const ServingOptions &SO,
-                                                    DiagnosticEngine &Diags) {
+llvm::Expected<ServingSetup> ridge::setupServing(const ServingLoadFn &Load,
+                                                 const ServingOptions &SO) {
   // The structure only: its warnings (dims left unbound) are not the
   // passes' and are dropped.
   DiagnosticEngine Scratch;
@@ -166,12 +164,10 @@ llvm::Expected<ServingResult> ridge::analyzeServing(const ServingLoadFn &Load,
   if (!Base)
     return Base.takeError();
   const Model &M = **Base;
-  ServingResult R;
-  R.Model = M.Path;
-  R.Device = Cfg.Dev->Name;
-  R.Capacity = Cfg.Dev->MemCapacity;
+  ServingSetup S;
+  S.Path = M.Path;
   std::vector<KVCacheEntry> KV = findKVCache(*M.Main);
-  R.KVLayers = KV.size();
+  S.KVLayers = KV.size();
   if (SO.Context && KV.empty())
     return fileError(M.Path, "--context: the graph has no KV cache (no graph input "
                              "concatenated with new keys or values into a graph output), "
@@ -186,39 +182,66 @@ llvm::Expected<ServingResult> ridge::analyzeServing(const ServingLoadFn &Load,
   auto Dims = sequenceDims(M, KV);
   if (!Dims)
     return Dims.takeError();
-  R.PastSymbol = Dims->Past;
-  R.SeqSymbol = Dims->Seq;
-  if (Dims->FixedSeq && SO.Prompt && *SO.Prompt > *Dims->FixedSeq)
+  S.Past = Dims->Past;
+  S.Seq = Dims->Seq;
+  S.FixedSeq = Dims->FixedSeq;
+  S.SeqWhere = Dims->SeqWhere;
+  if (S.FixedSeq && SO.Prompt && *SO.Prompt > *S.FixedSeq)
     return fileError(M.Path, formatv("--prompt {0}: longer than the graph's fixed sequence "
                                      "dim ({1}, {2})",
-                                     *SO.Prompt, *Dims->FixedSeq, Dims->SeqWhere));
-  if (Dims->FixedSeq && SO.Context && *Dims->FixedSeq != 1)
+                                     *SO.Prompt, *S.FixedSeq, S.SeqWhere));
+  if (S.FixedSeq && SO.Context && *S.FixedSeq != 1)
     return fileError(M.Path, formatv("--context: the graph feeds {0} new tokens per step "
                                      "({1}), not the one of a decode step",
-                                     *Dims->FixedSeq, Dims->SeqWhere));
-  // The bindings of a prefill of P tokens and of a decode step at C.
-  auto Bind = [&](int64_t Past, int64_t Seq) {
-    Bindings B;
-    if (!Dims->Past.empty())
-      B.emplace_back(Dims->Past, Past);
-    if (!Dims->Seq.empty())
-      B.emplace_back(Dims->Seq, Seq);
-    return B;
-  };
+                                     *S.FixedSeq, S.SeqWhere));
+  return S;
+}
+
+int64_t ServingSetup::tokens(bool Decode, const ServingOptions &SO) const {
+  return Decode ? 1 : FixedSeq.value_or(SO.Prompt.value_or(1));
+}
+
+std::vector<std::pair<std::string, int64_t>>
+ServingSetup::bindings(bool Decode, const ServingOptions &SO) const {
+  int64_t Past = Decode ? *SO.Context - 1 : 0;
+  std::vector<std::pair<std::string, int64_t>> B;
+  if (!this->Past.empty())
+    B.emplace_back(this->Past, Past);
+  if (!Seq.empty())
+    B.emplace_back(Seq, tokens(Decode, SO));
+  return B;
+}
+
+llvm::Expected<ServingResult> ridge::analyzeServing(const ServingLoadFn &Load,
+                                                    const Config &Cfg,
+                                                    const ServingOptions &SO,
+                                                    DiagnosticEngine &Diags) {
+  auto Setup = setupServing(Load, SO);
+  if (!Setup)
+    return Setup.takeError();
+  const ServingSetup &S = *Setup;
+  ServingResult R;
+  R.Model = S.Path;
+  R.Device = Cfg.Dev->Name;
+  R.Capacity = Cfg.Dev->MemCapacity;
+  R.KVLayers = S.KVLayers;
+  R.PastSymbol = S.Past;
+  R.SeqSymbol = S.Seq;
+  const std::optional<int64_t> &Fixed = S.FixedSeq;
   auto At = [&](bool Decode, int64_t Batch) -> llvm::Expected<ServingPass> {
-    int64_t Tokens = Decode ? 1 : Dims->FixedSeq.value_or(*SO.Prompt);
-    int64_t Past = Decode ? *SO.Context - 1 : 0;
-    auto Loaded = Load(Bind(Past, Tokens), Batch, Diags);
+    auto Loaded = Load(S.bindings(Decode, SO), Batch, Diags);
     if (!Loaded)
       return Loaded.takeError();
+    int64_t Tokens = S.tokens(Decode, SO);
+    int64_t Past = Decode ? *SO.Context - 1 : 0;
     return runPass(**Loaded, Cfg, Diags, Batch, Tokens, Past + Tokens);
   };
   if (SO.Prompt) {
-    if (Dims->FixedSeq && *SO.Prompt < *Dims->FixedSeq)
-      Diags.warn(M.Path, formatv("--prompt {0}: the graph's sequence dim is fixed at {1} "
+    if (Fixed && *SO.Prompt < *Fixed)
+      Diags.warn(S.Path, formatv("--prompt {0}: the graph's sequence dim is fixed at {1} "
                                  "({2}): the prefill is analyzed at {1} tokens, as the "
                                  "padded prompt runs",
-                                 *SO.Prompt, *Dims->FixedSeq, Dims->SeqWhere));
+                                 *SO.Prompt, *Fixed, S.SeqWhere));
     auto P = At(false, SO.Batch);
     if (!P)
       return P.takeError();

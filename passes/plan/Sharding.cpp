@@ -114,6 +114,9 @@ private:
   void reshape(const Node &N);
   void transpose(const Node &N);
   void split(const Node &N);
+  void concat(const Node &N);
+  void unsqueeze(const Node &N);
+  void expand(const Node &N);
   void batchedMatmul(const Node &N);
   void keepUnless(const Node &N, llvm::ArrayRef<int> BadDims);
   void replicateAll(const Node &N);
@@ -287,6 +290,98 @@ void Propagator::split(const Node &N) {
     set(Out, S);
 }
 
+/// Concat along an axis other than the sharded dim keeps the shard:
+/// each device concatenates its slices (a KV cache's past and new keys,
+/// split by heads; rotate_half's halves). Replicated inputs are sliced
+/// locally, as element-wise ops slice them.
+void Propagator::concat(const Node &N) {
+  int Rank = rankOf(N.output(0));
+  int64_t Axis = N.attrInt("axis", 0);
+  if (Axis < 0)
+    Axis += Rank;
+  int Dim = -1;
+  for (const Value *In : N.Inputs) {
+    if (!In || rankOf(In) != Rank)
+      return replicateAll(N);
+    State S = get(In);
+    if (S.K == State::P)
+      S = settlePartial(In, N);
+    if (S.K != State::S)
+      continue;
+    if (S.Dim == Axis)
+      return replicateAll(N);
+    if (Dim == -1)
+      Dim = S.Dim;
+    else if (Dim != S.Dim)
+      replicate(In, N);
+  }
+  if (Dim < 0) {
+    for (const Value *Out : N.Outputs)
+      set(Out, State());
+    return;
+  }
+  for (const Value *In : N.Inputs)
+    if (get(In).K == State::R && dimOf(In, Dim) > 1) {
+      if (In->isInitializer())
+        R.SplitParams.insert(In);
+      else
+        collective(CollectiveKind::AllGather, true, In, N);
+    }
+  markSplit(N);
+  set(N.output(0), State{State::S, Dim});
+}
+
+/// Unsqueeze moves the sharded dim past the inserted axes (the axes input
+/// known, as the loader's value analysis gives it).
+void Propagator::unsqueeze(const Node &N) {
+  const Value *X = N.input(0), *Axes = N.input(1);
+  State S = get(X);
+  if (S.K == State::P)
+    S = settlePartial(X, N);
+  int RY = rankOf(N.output(0));
+  if (S.K != State::S || !Axes || !Axes->IntData || RY < 0) {
+    if (S.K == State::S)
+      replicate(X, N);
+    set(N.output(0), State());
+    return;
+  }
+  llvm::SmallVector<bool, 8> Inserted(RY, false);
+  for (int64_t A : *Axes->IntData)
+    if (A + (A < 0 ? RY : 0) >= 0 && A + (A < 0 ? RY : 0) < RY)
+      Inserted[A + (A < 0 ? RY : 0)] = true;
+  int In = 0;
+  for (int J = 0; J < RY; ++J) {
+    if (Inserted[J])
+      continue;
+    if (In++ == S.Dim) {
+      markSplit(N);
+      set(N.output(0), State{State::S, J});
+      return;
+    }
+  }
+  replicate(X, N);
+  set(N.output(0), State());
+}
+
+/// Expand keeps a shard on a dim it does not broadcast (aligned from the
+/// right; grouped-query attention repeats the cache along a new axis).
+void Propagator::expand(const Node &N) {
+  const Value *X = N.input(0), *Y = N.output(0);
+  State S = get(X);
+  if (S.K == State::P)
+    S = settlePartial(X, N);
+  int RX = rankOf(X), RY = rankOf(Y);
+  int D = S.K == State::S ? S.Dim + (RY - RX) : -1;
+  if (S.K == State::S && D >= 0 && dimOf(Y, D) == dimOf(X, S.Dim)) {
+    markSplit(N);
+    set(Y, State{State::S, D});
+    return;
+  }
+  if (S.K == State::S)
+    replicate(X, N);
+  set(Y, State());
+}
+
 /// Products of two activations ([..., M, K] x [..., K, N]).
 void Propagator::batchedMatmul(const Node &N) {
   const Value *A = N.input(0), *B = N.input(1), *Y = N.output(0);
@@ -391,6 +486,12 @@ void Propagator::run() {
       transpose(N);
     } else if (Op == "Split") {
       split(N);
+    } else if (Op == "Concat" && N.Domain.empty()) {
+      concat(N);
+    } else if (Op == "Unsqueeze" && N.Domain.empty() && N.OpsetVersion >= 13) {
+      unsqueeze(N);
+    } else if (Op == "Expand" && N.Domain.empty()) {
+      expand(N);
     } else if (Op == "Softmax" || Op == "LogSoftmax") {
       keepUnless(N, {int(N.attrInt("axis", -1))});
     } else if (Op == "LayerNormalization" || Op == "SkipLayerNormalization" ||

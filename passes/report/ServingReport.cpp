@@ -225,3 +225,83 @@ void ridge::printServing(const ServingResult &R, const ServingOptions &SO, const
   else
     printText(R, SO, Cfg, OS);
 }
+
+namespace {
+
+llvm::json::Object planEvalJson(const InferencePlanEval &E) {
+  return llvm::json::Object{{"tp", int64_t(E.T)},
+                            {"pp", int64_t(E.P)},
+                            {"replicas", int64_t(E.R)},
+                            {"fits", E.Fits},
+                            {"why", E.Why},
+                            {"seconds_per_pass", E.PassSeconds},
+                            {"slowest_stage_seconds", E.SlowestStageSeconds},
+                            {"tp_seconds", E.TPSeconds},
+                            {"p2p_seconds", E.P2PSeconds},
+                            {"tokens_per_second", E.TokensPerSecond},
+                            {"all_reduces_per_pass", int64_t(E.Collectives)},
+                            {"tp_inter_node", E.TPInterNode},
+                            {"memory",
+                             llvm::json::Object{{"weights", E.WeightBytes},
+                                                {"kv_cache", E.KVCacheBytes},
+                                                {"activations", E.ActivationBytes},
+                                                {"total", E.MemoryBytes}}}};
+}
+
+} // namespace
+
+void ridge::printInferencePlan(const InferencePlanResult &R, const Config &Cfg,
+                               llvm::raw_ostream &OS) {
+  const InferencePlanOptions &O = R.Opts;
+  const char *Objective = O.Throughput ? "throughput" : "latency";
+  if (Cfg.Format == OutputFormat::Json) {
+    llvm::json::Array Ranked, Rejected;
+    for (size_t I = 0; I < R.Ranked.size() && I < std::max(1u, O.Top); ++I)
+      Ranked.push_back(planEvalJson(R.Ranked[I]));
+    for (const InferencePlanEval &E : R.Rejected)
+      Rejected.push_back(planEvalJson(E));
+    llvm::json::Object Doc{
+        {"schema", "ridge.plan/1"},
+        {"model", R.Model},
+        {"options", llvm::json::Object{{"mode", "inference"},
+                                       {"devices", int64_t(O.Devices)},
+                                       {"objective", Objective},
+                                       {"pass", R.Phase},
+                                       {"batch", R.Batch}}},
+        {"device", R.Device},
+        {"single_device", planEvalJson(R.SingleDevice)},
+        {"ranked", std::move(Ranked)},
+        {"rejected", std::move(Rejected)}};
+    OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+    return;
+  }
+  const char *Unit = R.Decode ? "time/token" : "time/pass";
+  OS << formatv("inference plan: {0} on {1} x {2} ({3}, batch {4} per replica; objective "
+                "{5})\n",
+                R.Model, O.Devices, R.Device, R.Phase, R.Batch, Objective);
+  OS << formatv("  {0,3} {1,3} {2,8} {3,12} {4,12} {5,12} {6,12} {7,14}\n", "tp", "pp",
+                "replicas", Unit, "tokens/s", "TP comm", "p2p", "memory/device");
+  for (size_t I = 0; I < R.Ranked.size() && I < std::max(1u, O.Top); ++I) {
+    const InferencePlanEval &E = R.Ranked[I];
+    OS << formatv("  {0,3} {1,3} {2,8} {3,12} {4,12} {5,12} {6,12} {7,14}\n", E.T, E.P, E.R,
+                  seconds(E.PassSeconds), siNumber(E.TokensPerSecond), seconds(E.TPSeconds),
+                  seconds(E.P2PSeconds), siNumber(E.MemoryBytes, "B"));
+  }
+  const InferencePlanEval &B = R.Ranked.front();
+  const InferencePlanEval &S1 = R.SingleDevice;
+  OS << formatv("best: tp={0} pp={1} x{2} replicas: {3} per {4}, {5} tokens/s in all; "
+                "{6} all-reduce(s) per pass on the {7} link; per device weights {8} + KV "
+                "cache {9} + activations {10} = {11} of {12}\n",
+                B.T, B.P, B.R, seconds(B.PassSeconds), R.Decode ? "token" : "pass",
+                siNumber(B.TokensPerSecond), B.Collectives,
+                B.TPInterNode ? "inter-node" : "intra-node", siNumber(B.WeightBytes, "B"),
+                siNumber(B.KVCacheBytes, "B"), siNumber(B.ActivationBytes, "B"),
+                siNumber(B.MemoryBytes, "B"), siNumber(R.Capacity, "B"));
+  OS << formatv("one device: {0} per {1}, {2} tokens/s, {3} ({4})\n", seconds(S1.PassSeconds),
+                R.Decode ? "token" : "pass", siNumber(S1.TokensPerSecond),
+                siNumber(S1.MemoryBytes, "B"), S1.Fits ? "fits" : "does not fit");
+  if (!R.Rejected.empty())
+    OS << formatv("{0} configuration(s) do not fit; the nearest, tp={1} pp={2}: {3}\n",
+                  R.Rejected.size(), R.Rejected.front().T, R.Rejected.front().P,
+                  R.Rejected.front().Why);
+}

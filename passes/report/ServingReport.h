@@ -11,6 +11,10 @@ namespace ridge {
 void printServing(const ServingResult &R, const ServingOptions &SO, const Config &Cfg,
                   llvm::raw_ostream &OS);
 
+/// `ridge plan --inference`: the best configurations, text or JSON.
+void printInferencePlan(const InferencePlanResult &R, const Config &Cfg,
+                        llvm::raw_ostream &OS);
+
 } // namespace ridge
 
 #endif
