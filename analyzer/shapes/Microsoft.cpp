@@ -36,6 +36,37 @@ void ruleMsMatMulNBits(Ctx &C) {
   C.set(0, T, std::move(Out));
 }
 
+/// GatherBlockQuantized(data, indices, scales[, zero_points]): Gather on the
+/// dequantized data, of the scales' type. uint8 data holds 8/bits values a
+/// byte along quantize_axis (default 1), which the output unpacks; int4 and
+/// uint4 data hold one value an element. Output: data dims before
+/// gather_axis (default 0), the indices' dims, the dims after.
+void ruleMsGatherBlockQuantized(Ctx &C) {
+  DType T = C.elem(2);
+  const Shape *D = C.shape(0), *I = C.shape(1);
+  int64_t Rank = D ? int64_t(D->rank()) : 0;
+  int64_t G = C.N.attrInt("gather_axis", 0), Q = C.N.attrInt("quantize_axis", 1);
+  int64_t Bits = C.N.attrInt("bits", 4);
+  if (G < 0)
+    G += Rank;
+  if (Q < 0)
+    Q += Rank;
+  if (!D || !I || G < 0 || G >= Rank || Q < 0 || Q >= Rank || Bits <= 0 || Bits > 8 ||
+      8 % Bits)
+    return C.setType(0, T);
+  Shape Unpacked = *D;
+  if (C.elem(0) == DType::UInt8 && Bits < 8)
+    Unpacked.Dims[Q] = mulDim(D->Dims[Q], 8 / Bits);
+  Shape Out;
+  for (int64_t K = 0; K < G; ++K)
+    Out.Dims.push_back(Unpacked.Dims[K]);
+  for (const Dim &X : I->Dims)
+    Out.Dims.push_back(X);
+  for (int64_t K = G + 1; K < Rank; ++K)
+    Out.Dims.push_back(Unpacked.Dims[K]);
+  C.set(0, T, std::move(Out));
+}
+
 /// SkipLayerNormalization, SkipSimplifiedLayerNormalization: output and the
 /// input+skip+bias sum (output 3) have the input's shape; the optional mean
 /// and inv_std_var (outputs 1, 2) hold one f32 per row of the last axis,

@@ -124,6 +124,7 @@ const RuleEntry MicrosoftRules[] = {
     {"Gelu", ruleUnary}, {"FastGelu", ruleUnary}, {"QuickGelu", ruleUnary},
     {"BiasGelu", ruleMsBiasGelu}, {"BiasAdd", ruleMsBiasGelu},
     {"FusedMatMul", ruleMsFusedMatMul}, {"MatMulNBits", ruleMsMatMulNBits},
+    {"GatherBlockQuantized", ruleMsGatherBlockQuantized},
     {"SkipLayerNormalization", ruleMsSkipLayerNorm},
     {"SkipSimplifiedLayerNormalization", ruleMsSkipLayerNorm},
     // Y as X; the optional inv_std_var one f32 (stash_type) per row.

@@ -473,6 +473,7 @@ void ruleAttention(Ctx &C);
 void ruleMsBiasGelu(Ctx &C);
 void ruleMsFusedMatMul(Ctx &C);
 void ruleMsMatMulNBits(Ctx &C);
+void ruleMsGatherBlockQuantized(Ctx &C);
 void ruleMsSkipLayerNorm(Ctx &C);
 void ruleMsAttention(Ctx &C);
 void ruleMsMultiHeadAttention(Ctx &C);

@@ -1021,6 +1021,22 @@ void gather(const CostContext &C, NodeCost &Out) {
                   O /* rows read back */;
 }
 
+/// com.microsoft GatherBlockQuantized: each gathered value is dequantized,
+/// (q - zero_point) * scale: 2 FLOPs per output element. Bytes: the indices,
+/// the gathered rows at their stored width (bits per value), their scales
+/// and zero points (one per block of block_size values), the output. The
+/// table is integer: no gradient.
+void gatherBlockQuantized(const CostContext &C, NodeCost &Out) {
+  double E = outElems(C), Block = double(std::max<int64_t>(1, C.N.attrInt("block_size", 128)));
+  double Bits = double(C.N.attrInt("bits", 4));
+  const Value *Scales = C.N.input(2), *Zp = C.N.input(3);
+  Out.Fwd.Flops = 2 * E;
+  // uint8 zero points are packed as the data is.
+  double ZpBytes = !Zp ? 0 : Zp->Elem == DType::UInt8 && Bits < 8 ? Bits / 8 : C.elemBytes(Zp);
+  Out.Fwd.Bytes = C.bytes(C.N.input(1)) + E * Bits / 8 +
+                  E / Block * (C.elemBytes(Scales) + ZpBytes) + outBytes(C);
+}
+
 /// Scatter family: data copied to the output, updates written at the
 /// indices; a reduction attribute (add, mul, max, min) costs one per update.
 void scatter(const CostContext &C, NodeCost &Out) {
