@@ -366,16 +366,21 @@ void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) 
   OS << "name,op,domain,outputs,modeled,multiplier,fwd_flops,macs,transcendentals,"
         "fwd_bytes,bwd_flops,bwd_macs,bwd_transcendentals,bwd_bytes,saved_bytes,"
         "fwd_seconds,bwd_seconds,fwd_bound,bwd_bound,unmodeled_reason\n";
+  // Every string from the model is quoted, and one a spreadsheet would
+  // read as a formula (=, +, -, @, tab, carriage return first: OWASP's CSV
+  // injection list) gets a leading apostrophe, so it stays text.
   auto Quote = [](llvm::StringRef S) {
     std::string Q = "\"";
+    if (!S.empty() && llvm::StringRef("=+-@\t\r").contains(S.front()))
+      Q += '\'';
     for (char Ch : S)
       Q += Ch == '"' ? std::string("\"\"") : std::string(1, Ch);
     return Q + "\"";
   };
   for (const NodeCost *NC : sortedRows(C, RL, Cfg)) {
-    OS << Quote(NC->N->Name) << ',' << NC->N->OpType << ',' << NC->N->domainName()
-       << ',' << Quote(outputTypes(*NC->N)) << ',' << (NC->Modeled ? 1 : 0) << ','
-       << exactNumber(NC->Multiplier);
+    OS << Quote(NC->N->Name) << ',' << Quote(NC->N->OpType) << ','
+       << Quote(NC->N->domainName()) << ',' << Quote(outputTypes(*NC->N)) << ','
+       << (NC->Modeled ? 1 : 0) << ',' << exactNumber(NC->Multiplier);
     for (double X : {NC->Fwd.Flops, NC->Fwd.Macs, NC->Fwd.Transcendentals,
                      NC->Fwd.Bytes, NC->Bwd.Flops, NC->Bwd.Macs,
                      NC->Bwd.Transcendentals, NC->Bwd.Bytes, nodeSavedBytes(*NC, C, floatBytes(Cfg))})
