@@ -62,6 +62,9 @@ struct Config {
   bool TF32 = false;
 
   // Report.
+  /// --fail-if: budgets on the report's JSON totals ("step_seconds>0.5",
+  /// on `ridge diff` relative: "memory.total>+5%"); a broken one fails the run.
+  std::vector<std::string> Budgets;
   std::string RooflinePath;   ///< --roofline: chart written after the report
   std::string Sort = "time"; ///< time | flops | bytes | name | order
   unsigned Top = 50;          ///< rows of the text per-op table (0: all)

@@ -11,6 +11,8 @@
 #include "passes/plan/Planner.h"
 #include "passes/report/RooflineChart.h"
 #include "passes/report/ServingReport.h"
+#include "passes/report/Budget.h"
+#include "passes/report/DiffReport.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -37,12 +39,23 @@ static cl::SubCommand CalibrateCmd(
     "calibrate", "Measure this machine's peak FLOP/s and memory bandwidth; write a device file");
 static cl::SubCommand DevicesCmd("devices",
                                  "List the device descriptions and their ridge points");
+static cl::SubCommand DiffCmd("diff", "What changed between two models: totals, op types, "
+                                      "nodes; --fail-if budgets for CI");
 
-#define MODEL_SUBS cl::sub(PrintCmd), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd)
+#define MODEL_SUBS                                                                         \
+  cl::sub(PrintCmd), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd), cl::sub(DiffCmd)
 
 static cl::opt<std::string> ModelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.onnx|model.onnxtxt|->"),
                                       MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<std::string> NewModelPath(cl::Positional, cl::Required,
+                                         cl::desc("<new model>"), cl::sub(DiffCmd),
+                                         cl::cat(RidgeCat));
+static cl::list<std::string> FailIf(
+    "fail-if",
+    cl::desc("Exit 1 when a budget breaks: KEY>VALUE (step_seconds>0.5, memory.total>80e9; on "
+             "diff also a change, step_flops>+5%); repeatable"),
+    cl::value_desc("BUDGET"), cl::sub(AnalyzeCmd), cl::sub(DiffCmd), cl::cat(RidgeCat));
 static cl::list<std::string>
     DimBindings("dim", cl::desc("Bind a symbolic dim: --dim batch=32 (repeatable)"),
                 cl::value_desc("NAME=N"), MODEL_SUBS, cl::cat(RidgeCat));
@@ -59,7 +72,7 @@ static cl::opt<OutputFormat> Format(
     cl::values(clEnumValN(OutputFormat::Text, "text", "human-readable table"),
                clEnumValN(OutputFormat::Json, "json", "JSON (versioned schema)"),
                clEnumValN(OutputFormat::Csv, "csv", "CSV")),
-    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
+    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd), cl::sub(DiffCmd), cl::cat(RidgeCat));
 static cl::opt<std::string> OutputPath("o", cl::desc("Write output to FILE (default: stdout)"),
                                        cl::value_desc("FILE"), cl::init("-"),
                                        MODEL_SUBS, cl::cat(RidgeCat));
@@ -112,7 +125,7 @@ static cl::opt<std::string> SortOpt(
 static cl::opt<unsigned> TopOpt("top",
                                 cl::desc("Per-node rows in text output (default 50; 0: all; "
                                          "json and csv always have all)"),
-                                cl::init(50), cl::sub(AnalyzeCmd), cl::sub(RunCmd),
+                                cl::init(50), cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(DiffCmd),
                                 cl::cat(RidgeCat));
 static cl::opt<std::string> DeviceName(
     "device", cl::desc("Target device by name or alias (see 'ridge devices'); default H100-SXM5-80GB"),
@@ -138,7 +151,7 @@ static cl::opt<bool> InferenceOpt(
     "inference",
     cl::desc("Analyze a forward pass only: weights at their stored width, the peak of live "
              "activations, latency and samples/s"),
-    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
+    cl::sub(AnalyzeCmd), cl::sub(RunCmd), cl::sub(PlanCmd), cl::sub(DiffCmd), cl::cat(RidgeCat));
 static cl::opt<int64_t> PromptOpt(
     "prompt", cl::desc("Inference: the prefill of P prompt tokens (past 0, sequence P)"),
     cl::value_desc("P"), cl::init(0), cl::sub(AnalyzeCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
@@ -280,7 +293,7 @@ static void parseOptions(int argc, char **argv) {
   });
   for (cl::SubCommand *S :
        {&cl::SubCommand::getTopLevel(), &PrintCmd, &AnalyzeCmd, &RunCmd, &DevicesCmd, &PlanCmd,
-        &LawsCmd, &CalibrateCmd})
+        &LawsCmd, &CalibrateCmd, &DiffCmd})
     cl::HideUnrelatedOptions({&RidgeCat, &PlanCat}, *S);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -288,6 +301,7 @@ static void parseOptions(int argc, char **argv) {
       "  ridge analyze MODEL     summary of the model\n"
       "  ridge print MODEL       the IR with inferred shapes\n"
       "  ridge plan MODEL --devices N --global-batch B   a parallel strategy\n"
+      "  ridge diff OLD NEW      what a model change costs (--fail-if budgets)\n"
       "  ridge devices           the target devices and their ridge points\n"
       "  ridge laws              laws.md's formulas (Amdahl, collectives, bubble)\n"
       "  ridge calibrate -o F    measure this machine; write its device file\n"
@@ -398,6 +412,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
   C.RooflineTimes = TimeModelOpt == TimeModel::Roofline;
   C.TF32 = TF32Opt;
   C.RooflinePath = RooflineOut;
+  C.Budgets.assign(FailIf.begin(), FailIf.end());
   C.Inference = InferenceOpt || PromptOpt.getNumOccurrences() || ContextOpt.getNumOccurrences();
   return C;
 }
@@ -553,6 +568,30 @@ static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEn
   return finish(Out, 0);
 }
 
+/// `ridge diff OLD NEW`: both analyzed with the same options, their reports
+/// compared; --fail-if budgets on the new one (changes from the old).
+static int runDiff(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
+                   llvm::raw_fd_ostream &Out) {
+  auto Document = [&](llvm::StringRef Path) -> llvm::Expected<llvm::json::Value> {
+    auto M = loadModel(Path, LO, Diags);
+    if (!M)
+      return M.takeError();
+    AnalysisManager AM(**M, C, Diags);
+    return analyzeDocument(**M, AM);
+  };
+  auto Old = Document(ModelPath);
+  if (!Old)
+    return fail(Old.takeError());
+  auto New = Document(NewModelPath);
+  Diags.flush(llvm::errs());
+  if (!New)
+    return fail(New.takeError());
+  printDiff(*Old, *New, C, Out);
+  if (llvm::Error E = checkBudgets(C.Budgets, *New, &*Old, NewModelPath))
+    return finish(Out, fail(std::move(E)));
+  return finish(Out, 0);
+}
+
 /// `ridge print`, `analyze` and `run`: load, then run the pipeline.
 static int runPipeline(PassManager &PM, const LoadOptions &LO, const Config &C, Timing &Timer,
                        DiagnosticEngine &Diags, llvm::raw_fd_ostream &Out) {
@@ -585,7 +624,7 @@ static int runModelCommand(const Device *Dev) {
   std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();
   if (RunCmd && Passes.empty())
     return fail(usageError("run: --passes is required (see --list-passes)"));
-  if (!PlanCmd)
+  if (!PlanCmd && !DiffCmd)
     if (llvm::Error E = parsePipeline(Pipeline, PM))
       return fail(std::move(E));
 
@@ -599,6 +638,11 @@ static int runModelCommand(const Device *Dev) {
   auto C = passConfig(Out, Dev);
   if (!C)
     return fail(C.takeError());
+  if (DiffCmd) {
+    if (Format == OutputFormat::Csv)
+      return fail(usageError("diff: the output is text or json, not csv"));
+    return runDiff(*LO, *C, Diags, Out);
+  }
   if (PlanCmd && C->Inference)
     return runInferencePlan(*LO, *C, Diags, Out);
   if (PlanCmd)
@@ -636,7 +680,7 @@ int main(int argc, char **argv) {
   auto Dev = selectDevice(*Devices);
   if (!Dev)
     return fail(Dev.takeError());
-  if (!PrintCmd && !AnalyzeCmd && !RunCmd && !PlanCmd) {
+  if (!PrintCmd && !AnalyzeCmd && !RunCmd && !PlanCmd && !DiffCmd) {
     llvm::errs() << "ridge: error: no subcommand given (try 'ridge --help')\n";
     return 1;
   }

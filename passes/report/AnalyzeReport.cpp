@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/report/AnalyzeReport.h"
+#include "passes/report/Budget.h"
 #include "passes/cost/CostModel.h"
 #include "analyzer/Format.h"
 #include "passes/roofline/Fusion.h"
@@ -235,9 +236,10 @@ llvm::json::Object inferenceMemoryJson(const InferenceMemoryResult &I) {
       {"total", I.totalBytes()}};
 }
 
-void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
-               const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
-               const InferenceMemoryResult *Inf, AnalysisManager &AM) {
+llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+                               const TrainingStepResult &T, const RooflineResult &RL,
+                               const FusionResult &F, const InferenceMemoryResult *Inf,
+                               AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs;
   GemmMemo Memo;
@@ -358,7 +360,7 @@ void printJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                               {"folded_nodes", int64_t(C.FoldedNodes)}})
                         : llvm::json::Value(nullptr)},
       {"warnings", llvm::json::Array(AM.diags().warnings())}};
-  *Cfg.Out << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+  return llvm::json::Value(std::move(Doc));
 }
 
 void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) {
@@ -656,9 +658,17 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   printDataSymbols(M, OS);
 }
 
-} // namespace
+/// The analyses the report reads, computed (or taken from the cache).
+struct ReportInputs {
+  GraphSummaryResult *S;
+  CostResult *C;
+  TrainingStepResult *T;
+  RooflineResult *RL;
+  FusionResult *F;
+  const InferenceMemoryResult *Inf = nullptr;
+};
 
-llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
+llvm::Expected<ReportInputs> reportInputs(AnalysisManager &AM) {
   auto S = AM.getResult<GraphSummaryAnalysis>();
   if (!S)
     return S.takeError();
@@ -674,25 +684,49 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
   auto F = AM.getResult<FusionAnalysis>();
   if (!F)
     return F.takeError();
-  const InferenceMemoryResult *Inf = nullptr;
+  ReportInputs In{&*S, &*C, &*T, &*RL, &*F};
   if (AM.config().Inference) {
     auto I = AM.getResult<InferenceMemoryAnalysis>();
     if (!I)
       return I.takeError();
-    Inf = &*I;
+    In.Inf = &*I;
   }
-  switch (AM.config().Format) {
+  return In;
+}
+
+} // namespace
+
+llvm::Expected<llvm::json::Value> ridge::analyzeDocument(Model &M, AnalysisManager &AM) {
+  auto In = reportInputs(AM);
+  if (!In)
+    return In.takeError();
+  return jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+}
+
+llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
+  auto In = reportInputs(AM);
+  if (!In)
+    return In.takeError();
+  const Config &Cfg = AM.config();
+  std::optional<llvm::json::Value> Doc;
+  switch (Cfg.Format) {
   case OutputFormat::Json:
-    printJson(M, *S, *C, *T, *RL, *F, Inf, AM);
+    Doc = jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+    *Cfg.Out << formatv("{0:2}", *Doc) << "\n";
     break;
   case OutputFormat::Csv:
-    printCsv(*C, *RL, AM.config());
+    printCsv(*In->C, *In->RL, Cfg);
     break;
   case OutputFormat::Text:
-    printText(M, *S, *C, *T, *RL, *F, Inf, AM.config());
+    printText(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, Cfg);
     break;
   }
-  if (!AM.config().RooflinePath.empty())
-    return writeRooflineChart(AM.config().RooflinePath, M, *C, *RL, AM.config());
-  return llvm::Error::success();
+  if (!Cfg.RooflinePath.empty())
+    if (llvm::Error E = writeRooflineChart(Cfg.RooflinePath, M, *In->C, *In->RL, Cfg))
+      return E;
+  if (Cfg.Budgets.empty())
+    return llvm::Error::success();
+  if (!Doc)
+    Doc = jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+  return checkBudgets(Cfg.Budgets, *Doc, nullptr, M.Path);
 }
