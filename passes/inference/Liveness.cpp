@@ -75,6 +75,8 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
 
   const Graph &G = *M.Main;
   long N = long(G.Nodes.size());
+  if (N == 0)
+    return R; // nothing runs: no activation is live while a node runs
   R.KV = findKVCache(G);
   ValueSet Cache(G);
   for (const KVCacheEntry &E : R.KV) {
