@@ -18,6 +18,9 @@ if config.sanitized:
     config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
     config.available_features.add("sanitized")
+if getattr(config, "python_module", False):
+    config.available_features.add("python-module")
+    config.environment["PYTHONPATH"] = os.path.join(config.ridge_obj_root, "python")
 
 # Longer names first: lit substitutes in order, and %ridge is a prefix.
 config.substitutions.append(("%ridge_bindir", config.ridge_tools_dir))

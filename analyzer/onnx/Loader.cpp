@@ -612,18 +612,26 @@ ModelSource::~ModelSource() = default;
 
 llvm::Expected<std::unique_ptr<ModelSource>> ModelSource::open(llvm::StringRef Path,
                                                                const LoadOptions &Opts) {
-  std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer, "load: read file");
-  auto BufOrErr = Path == "-" ? llvm::MemoryBuffer::getSTDIN()
-                              : llvm::MemoryBuffer::getFile(
-                                    Path, /*IsText=*/false,
-                                    /*RequiresNullTerminator=*/false);
+  auto BufOrErr = [&] {
+    Timing::Scope Read(Opts.Timer, "load: read file");
+    return Path == "-" ? llvm::MemoryBuffer::getSTDIN()
+                       : llvm::MemoryBuffer::getFile(Path, /*IsText=*/false,
+                                                     /*RequiresNullTerminator=*/false);
+  }();
   if (!BufOrErr)
     return fileError(Path, BufOrErr.getError().message());
+  return openBuffer(std::move(*BufOrErr), Path, Opts);
+}
+
+llvm::Expected<std::unique_ptr<ModelSource>>
+ModelSource::openBuffer(std::unique_ptr<llvm::MemoryBuffer> Buffer, llvm::StringRef Path,
+                        const LoadOptions &Opts) {
+  std::optional<Timing::Scope> Phase;
   std::unique_ptr<ModelSource> Src(new ModelSource);
   Src->Path = Path.str();
   Src->P = std::make_unique<Parsed>();
   Parsed &P = *Src->P;
-  P.File = std::move(*BufOrErr);
+  P.File = std::move(Buffer);
   llvm::StringRef Bytes = P.File->getBuffer();
   adviseRandomAccess(Bytes);
   P.FileBytes = Bytes.size();

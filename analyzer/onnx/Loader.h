@@ -7,6 +7,7 @@
 #include "analyzer/onnx/LeanReader.h"
 #include "analyzer/Timing.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,11 @@ public:
   /// read here.
   static llvm::Expected<std::unique_ptr<ModelSource>> open(llvm::StringRef Path,
                                                            const LoadOptions &Opts);
+  /// The same for a model already in memory (the Python module's bytes),
+  /// named Path in messages; external data is looked up beside Path.
+  static llvm::Expected<std::unique_ptr<ModelSource>>
+  openBuffer(std::unique_ptr<llvm::MemoryBuffer> Buffer, llvm::StringRef Path,
+             const LoadOptions &Opts);
   /// Imports the graph, applies Opts' dim bindings and input shapes, and
   /// infers shapes. Warnings (missing external data, shapes left unknown,
   /// relaxed shape inference) go to Diags.
