@@ -392,7 +392,8 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
       return usageError("--dtype '" + DTypeOpt +
                         "': expected a floating-point type (fp32, bf16, fp16, fp8, fp64)");
     C.ComputeDType = *T;
-  } else if (PlanCmd && !InferenceOpt) {
+  } else if (PlanCmd && !InferenceOpt && !PromptOpt.getNumOccurrences() &&
+             !ContextOpt.getNumOccurrences()) {
     C.ComputeDType = DType::BFloat16; // how large models train today
   }
   C.Opt = OptimizerOpt;
@@ -497,6 +498,9 @@ static int runPlan(const LoadOptions &LO, const Config &C, Timing &Timer,
 /// decode dims (and the sweep's batches), each pass analyzed forward-only.
 static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
                       llvm::raw_fd_ostream &Out) {
+  if (!C.Budgets.empty())
+    return fail(usageError("--fail-if: budgets check analyze's report; with --prompt or "
+                           "--context they are not supported yet"));
   ServingOptions SO;
   if (PromptOpt.getNumOccurrences())
     SO.Prompt = PromptOpt;
