@@ -2,13 +2,13 @@
 # Fuzzes ridge's input parsers with libFuzzer, each for a bounded time, and
 # prints what was found. See test/fuzz/README.md.
 #
-# Usage: scripts/fuzz.sh [--time SECONDS] [--fresh] [--no-infer] [binary|text|device ...]
+# Usage: scripts/fuzz.sh [--time SECONDS] [--fresh] [--no-infer] [binary|text|bytes|device ...]
 #   --time SECONDS  per target (default 60, or $RIDGE_FUZZ_SECONDS)
 #   --fresh         start from the seed corpus alone (drop the corpus that
 #                   earlier runs grew in $RIDGE_FUZZ_BUILD_DIR/fuzz/corpus)
 #   --no-infer      loaders skip ONNX shape inference (RIDGE_FUZZ_INFER_SHAPES=0):
 #                   fuzz ridge's own code past inputs that crash ONNX 1.12
-#   targets         default: all three
+#   targets         default: all four (bytes: the Python module's in-memory input)
 # Env: RIDGE_FUZZ_BUILD_DIR (default build-fuzz), RIDGE_NINJA_ARGS (e.g. -j1).
 #
 # One fuzzing process at a time (libFuzzer -fork=1: a child fuzzes while the
@@ -29,12 +29,12 @@ while (($#)); do
     --time=*) secs=${1#--time=}; shift ;;
     --fresh) fresh=1; shift ;;
     --no-infer) export RIDGE_FUZZ_INFER_SHAPES=0; shift ;;
-    binary|text|device) targets+=("$1"); shift ;;
+    binary|text|bytes|device) targets+=("$1"); shift ;;
     -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-((${#targets[@]})) || targets=(binary text device)
+((${#targets[@]})) || targets=(binary text bytes device)
 [[ "$secs" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --time wants whole seconds" >&2; exit 2; }
 
 scripts/install-deps.sh
@@ -44,8 +44,9 @@ W=$B/fuzz # seeds, corpora, artifacts, logs, dictionaries
 TESTDATA=/usr/include/onnx/backend/test/data/node
 LLVM_BIN=/usr/lib/llvm-19/bin
 
-declare -A BIN=([binary]=fuzz-binary-loader [text]=fuzz-text-loader [device]=fuzz-device-yaml)
-declare -A MAXLEN=([binary]=16384 [text]=8192 [device]=8192)
+declare -A BIN=([binary]=fuzz-binary-loader [text]=fuzz-text-loader [bytes]=fuzz-bytes-loader
+                [device]=fuzz-device-yaml)
+declare -A MAXLEN=([binary]=16384 [text]=8192 [bytes]=16384 [device]=8192)
 
 # --- Build ------------------------------------------------------------------
 # RIDGE_SANITIZE instruments everything with ASan+UBSan. -fsanitize=fuzzer-no-link
@@ -211,6 +212,14 @@ print("text seeds from ONNX test data: %d written, %d skipped" % (written, skipp
 PY
   find "$TESTDATA" -name model.onnx -size -8193c 2>/dev/null | sort | spread 100 |
     xargs -r /usr/bin/python3 "$W/totext.py" "$d" 2>&1 | sed 's/^/fuzz.sh: /' >&2 || true
+}
+
+seed_bytes() { # binary and text models alike: openBuffer tells them apart
+  local d=$W/seeds/bytes
+  [[ -d $W/seeds/binary ]] || seed_binary
+  [[ -d $W/seeds/text ]] || seed_text
+  mkdir -p "$d"
+  cp "$W/seeds/binary/"* "$W/seeds/text/"* "$d/"
 }
 
 seed_device() {

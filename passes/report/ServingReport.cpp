@@ -123,8 +123,8 @@ void printText(const ServingResult &R, const ServingOptions &SO, const Config &C
                   "bound by compute than by memory)\n",
                   Phase, *R.ComputeBoundFrom);
   else if (LargestFit >= 1)
-    OS << formatv("{0} as a whole stays memory-bound up to batch {1}, the largest swept that "
-                  "fits{2}\n",
+    OS << formatv("{0} as a whole does not turn compute-bound up to batch {1}, the largest "
+                  "swept that fits{2}\n",
                   Phase, LargestFit,
                   Decode ? " (each sequence's cache is read once per token whatever the batch)"
                          : "");

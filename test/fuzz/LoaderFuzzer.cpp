@@ -15,6 +15,9 @@
 // resolve to nothing. The directory is under $RIDGE_FUZZ_TMPDIR if set, else
 // /dev/shm (or /tmp).
 //
+// With RIDGE_FUZZ_BYTES (fuzz-bytes-loader) the input goes to
+// ModelSource::openBuffer instead, as the Python module's bytes do: no file.
+//
 // RIDGE_FUZZ_INFER_SHAPES=0 in the environment skips shape inference (ridge's
 // rules and ONNX's fallback), to
 // fuzz ridge's own code past inputs that crash ONNX 1.12's inference functions.
@@ -116,6 +119,29 @@ void checkDecoderAgainstProtobuf(const uint8_t *Data, size_t Size) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
+#ifdef RIDGE_FUZZ_BYTES
+  // The Python module's bytes input: ModelSource::openBuffer on a copy of
+  // the bytes, named "<bytes>" (binary or text told by content), no file.
+  {
+    ridge::LoadOptions Opts;
+    Opts.InferShapes = InferShapes;
+    ridge::DiagnosticEngine Diags;
+    llvm::StringRef Bytes(reinterpret_cast<const char *>(Data), Size);
+    auto Src = ridge::ModelSource::openBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(Bytes, "<bytes>"), "<bytes>", Opts);
+    if (!Src) {
+      llvm::consumeError(Src.takeError());
+      return 0;
+    }
+    auto M = (*Src)->load(Opts, Diags);
+    if (!M) {
+      llvm::consumeError(M.takeError());
+      return 0;
+    }
+    ridge::printModel(**M, llvm::nulls());
+    return 0;
+  }
+#endif
   if (std::string(RIDGE_FUZZ_EXTENSION) == ".onnx")
     checkDecoderAgainstProtobuf(Data, Size);
   if (!writeInput(Data, Size)) {
