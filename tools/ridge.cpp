@@ -494,6 +494,33 @@ static int runPlan(const LoadOptions &LO, const Config &C, Timing &Timer,
   return finish(Out, 0);
 }
 
+/// --prompt, --context, --batch as the serving passes' options.
+static ServingOptions servingOptions() {
+  ServingOptions SO;
+  if (PromptOpt.getNumOccurrences())
+    SO.Prompt = PromptOpt;
+  if (ContextOpt.getNumOccurrences())
+    SO.Context = ContextOpt;
+  SO.Batch = BatchOpt;
+  return SO;
+}
+
+/// Loads Src with the serving pass's dim bindings added to the user's, at
+/// a batch (0: the one the user's bindings give); Who names the batch's
+/// setter in messages.
+static ServingLoadFn servingLoader(const ModelSource &Src, const LoadOptions &LO,
+                                   const char *Who) {
+  return [&Src, LO, Who](const std::vector<std::pair<std::string, int64_t>> &Bind,
+                         int64_t Batch, DiagnosticEngine &D) {
+    LoadOptions Mine = LO;
+    Mine.Timer = nullptr;
+    Mine.DimBindings.insert(Mine.DimBindings.end(), Bind.begin(), Bind.end());
+    if (!Batch)
+      return Src.load(Mine, D);
+    return loadModelAtBatch(Src, Mine, PlanBatchDim, Batch, D, Who);
+  };
+}
+
 /// `ridge analyze --prompt/--context`: the model loaded at the prefill and
 /// decode dims (and the sweep's batches), each pass analyzed forward-only.
 static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
@@ -501,26 +528,12 @@ static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &
   if (!C.Budgets.empty())
     return fail(usageError("--fail-if: budgets check analyze's report; with --prompt or "
                            "--context they are not supported yet"));
-  ServingOptions SO;
-  if (PromptOpt.getNumOccurrences())
-    SO.Prompt = PromptOpt;
-  if (ContextOpt.getNumOccurrences())
-    SO.Context = ContextOpt;
-  SO.Batch = BatchOpt;
+  ServingOptions SO = servingOptions();
   SO.Sweep = !NoSweepOpt;
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
-  ServingLoadFn Load = [&](const std::vector<std::pair<std::string, int64_t>> &Bind,
-                           int64_t Batch, DiagnosticEngine &D) {
-    LoadOptions Mine = LO;
-    Mine.Timer = nullptr;
-    Mine.DimBindings.insert(Mine.DimBindings.end(), Bind.begin(), Bind.end());
-    if (!Batch)
-      return (*Src)->load(Mine, D);
-    return loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D, "analyze --batch");
-  };
-  auto R = analyzeServing(Load, C, SO, Diags);
+  auto R = analyzeServing(servingLoader(**Src, LO, "analyze --batch"), C, SO, Diags);
   Diags.flush(llvm::errs());
   if (!R)
     return fail(R.takeError());
@@ -536,12 +549,7 @@ static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEn
       PlanDP.getNumOccurrences())
     return fail(usageError("plan --inference: --global-batch, --micro-batch and --dp are "
                            "training's; the batch is --batch (per replica)"));
-  ServingOptions SO;
-  if (PromptOpt.getNumOccurrences())
-    SO.Prompt = PromptOpt;
-  if (ContextOpt.getNumOccurrences())
-    SO.Context = ContextOpt;
-  SO.Batch = BatchOpt;
+  ServingOptions SO = servingOptions();
   InferencePlanOptions PO;
   PO.Devices = PlanDevices;
   PO.DevicesPerNode = PlanPerNode;
@@ -555,16 +563,8 @@ static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEn
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
-  ServingLoadFn Load = [&](const std::vector<std::pair<std::string, int64_t>> &Bind,
-                           int64_t Batch, DiagnosticEngine &D) {
-    LoadOptions Mine = LO;
-    Mine.Timer = nullptr;
-    Mine.DimBindings.insert(Mine.DimBindings.end(), Bind.begin(), Bind.end());
-    if (!Batch)
-      return (*Src)->load(Mine, D);
-    return loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D, "plan --inference --batch");
-  };
-  auto R = planInference(Load, C, SO, PO, Diags);
+  auto R = planInference(servingLoader(**Src, LO, "plan --inference --batch"), C, SO, PO,
+                         Diags);
   Diags.flush(llvm::errs());
   if (!R)
     return fail(R.takeError());
