@@ -379,6 +379,13 @@ public:
     }
   }
   size_t numNodesRecursive() const;
+  /// The node of this graph that holds N: N itself when it is one of this
+  /// graph's nodes, else the node whose subgraph (at any depth) holds it.
+  const Node *holderOf(const Node *N) const {
+    while (N->Parent != this && N->Parent->ParentNode)
+      N = N->Parent->ParentNode;
+    return N;
+  }
 
 private:
   NameIndex ByName;

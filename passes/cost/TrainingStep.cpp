@@ -84,15 +84,10 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   });
   // Matrix work per position of the main graph (subgraph nodes count for
   // the node that holds them).
-  auto TopOf = [&](const Node *Nd) {
-    while (Nd->Parent != &G && Nd->Parent->ParentNode)
-      Nd = Nd->Parent->ParentNode;
-    return Nd;
-  };
   std::vector<bool> HasMacs(N, false);
   long LastMac = -1;
   for (const NodeCost &NC : C.Nodes) {
-    const Node *Top = TopOf(NC.N);
+    const Node *Top = G.holderOf(NC.N);
     if (Top->Parent == &G && NC.Fwd.Macs > 0) {
       HasMacs[Top->Index] = true;
       LastMac = std::max<long>(LastMac, Top->Index);
@@ -133,7 +128,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   PhaseCost SegmentFwd; // forward amounts of the segment being collected
   size_t CutIdx = 0;
   for (const NodeCost &NC : C.Nodes) {
-    const Node *Top = TopOf(NC.N);
+    const Node *Top = G.holderOf(NC.N);
     if (Top->Parent != &G)
       continue; // function bodies are not in the main graph
     while (CutIdx < Cuts.size() && Top->Index >= Cuts[CutIdx]) {

@@ -37,13 +37,6 @@ using llvm::formatv;
 
 namespace {
 
-/// The main-graph node that holds Nd.
-const Node *topNode(const Graph &G, const Node *Nd) {
-  while (Nd->Parent != &G && Nd->Parent->ParentNode)
-    Nd = Nd->Parent->ParentNode;
-  return Nd;
-}
-
 /// What the evaluation needs of the analyzed pass, per main-graph node.
 struct PassProfile {
   const Model *M = nullptr;
@@ -76,7 +69,7 @@ PassProfile profile(const Model &M, const CostResult &C, const RooflineResult &R
   std::optional<double> FloatBytes = floatBytes(Cfg);
   for (size_t I = 0; I < C.Nodes.size(); ++I) {
     const NodeCost &NC = C.Nodes[I];
-    size_t At = topNode(G, NC.N)->Index;
+    size_t At = G.holderOf(NC.N)->Index;
     P.Seconds[At] += RL.Nodes[I].Fwd.Seconds * NC.Multiplier;
     P.Fwd[At] += NC.Fwd * NC.Multiplier;
     P.RoofSeconds[At] +=

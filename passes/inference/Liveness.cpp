@@ -31,13 +31,6 @@ bool isAliasingView(const Node &N) {
          Op == "Identity" || Op == "Dropout";
 }
 
-/// The main-graph node that holds Nd (itself when Nd is in the main graph).
-const Node *topNode(const Graph &G, const Node *Nd) {
-  while (Nd->Parent != &G && Nd->Parent->ParentNode)
-    Nd = Nd->Parent->ParentNode;
-  return Nd;
-}
-
 /// Initializers and Constant-node outputs, in every graph, each once.
 void countWeights(const Model &M, std::optional<double> FloatBytes,
                   InferenceMemoryResult &R) {
@@ -101,7 +94,7 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
   auto LastUse = [&](const Value *V, long Def) {
     long Last = Def;
     for (const Node *U : V->Users)
-      Last = std::max<long>(Last, topNode(G, U)->Index);
+      Last = std::max<long>(Last, G.holderOf(U)->Index);
     return V->IsGraphOutput ? N - 1 : Last;
   };
   auto Define = [&](const Value *V, long Def, const Value *AliasOf) {
