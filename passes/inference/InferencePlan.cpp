@@ -133,17 +133,6 @@ std::vector<size_t> balanceStages(const std::vector<double> &Seconds, unsigned P
   return Starts;
 }
 
-struct Links {
-  double Bandwidth = 0, Latency = 0;
-};
-
-Links link(const Device &D, bool Inter) {
-  const LinkSpec &L = Inter ? D.InterNode : D.IntraNode;
-  const LinkSpec &Other = Inter ? D.IntraNode : D.InterNode;
-  const LinkSpec &Use = L.present() ? L : Other;
-  return {Use.Bandwidth * (Inter ? D.EffInterNode : D.EffIntraNode), Use.Latency};
-}
-
 InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, unsigned T,
                            unsigned P, unsigned N, unsigned PerNode, const Config &Cfg) {
   const Device &D = *Cfg.Dev;
@@ -156,7 +145,7 @@ InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, uns
   E.R = N / (T * P);
   E.TPInterNode = T > PerNode;
   bool PPInter = uint64_t(T) * P > PerNode;
-  Links TPLink = link(D, E.TPInterNode), PPLink = link(D, PPInter);
+  LinkUse TPLink = linkFor(D, E.TPInterNode), PPLink = linkFor(D, PPInter);
   // Node times at degree T.
   std::vector<double> Time(Nodes);
   for (size_t I = 0; I < Nodes; ++I) {

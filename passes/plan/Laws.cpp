@@ -16,4 +16,11 @@ double ridge::collectiveSeconds(CollectiveKind K, double Bytes, unsigned N, doub
   return Steps * Latency + Factor * Bytes / Bandwidth;
 }
 
+LinkUse ridge::linkFor(const Device &D, bool Inter) {
+  const LinkSpec &L = Inter ? D.InterNode : D.IntraNode;
+  const LinkSpec &Other = Inter ? D.IntraNode : D.InterNode;
+  const LinkSpec &Use = L.present() ? L : Other;
+  return {Use.Bandwidth * (Inter ? D.EffInterNode : D.EffIntraNode), Use.Latency};
+}
+
 double ridge::amdahlSpeedup(double P, double S) { return 1.0 / ((1.0 - P) + P / S); }

@@ -138,6 +138,14 @@ llvm::Error writeScalingSvg(const PlanResult &R, llvm::StringRef Path);
 double collectiveSeconds(CollectiveKind K, double Bytes, unsigned N, double Bandwidth,
                          double Latency);
 
+/// The link a group uses: the inter-node link when it spans nodes, else the
+/// intra-node one (either falling back to the other when the device file
+/// lacks it), its bandwidth derated by the device's efficiency for that tier.
+struct LinkUse {
+  double Bandwidth = 0, Latency = 0;
+};
+LinkUse linkFor(const Device &D, bool InterNode);
+
 /// Amdahl's law: speedup of a fraction P sped up S times.
 double amdahlSpeedup(double P, double S);
 

@@ -387,16 +387,8 @@ private:
   std::vector<PlanEval> evaluateAll(const std::vector<Job> &Jobs);
   std::vector<PlanConfig> enumerate(unsigned N, const PlanOptions &O) const;
 
-  double linkBandwidth(bool Inter) const {
-    const LinkSpec &L = Inter ? Dev.InterNode : Dev.IntraNode;
-    const LinkSpec &Other = Inter ? Dev.IntraNode : Dev.InterNode;
-    const LinkSpec &Use = L.present() ? L : Other;
-    return Use.Bandwidth * (Inter ? Dev.EffInterNode : Dev.EffIntraNode);
-  }
-  double linkLatency(bool Inter) const {
-    const LinkSpec &L = Inter ? Dev.InterNode : Dev.IntraNode;
-    return L.present() ? L.Latency : (Inter ? Dev.IntraNode : Dev.InterNode).Latency;
-  }
+  double linkBandwidth(bool Inter) const { return linkFor(Dev, Inter).Bandwidth; }
+  double linkLatency(bool Inter) const { return linkFor(Dev, Inter).Latency; }
   /// A group of Size ranks Stride apart crosses nodes when it spans more
   /// than one node's devices.
   bool crossesNodes(unsigned Stride, unsigned Size) const {
