@@ -15,6 +15,7 @@
 #include "analyzer/Diagnostics.h"
 #include "passes/cost/CostModel.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include <array>
 #include <functional>
 #include <memory>
 
@@ -30,6 +31,11 @@ struct KVCacheEntry {
   const Value *Present = nullptr;
   const Node *Concat = nullptr;
   unsigned Axis = 0; ///< the sequence axis
+  /// The tensors that are the cache, not activations: the past, the
+  /// concatenation and the present (one tensor without a Cast between).
+  std::array<const Value *, 3> tensors() const {
+    return {Past, Present, Concat->output(0)};
+  }
 };
 
 /// The KV cache of G, found by structure: a Concat of two inputs, one a

@@ -92,7 +92,7 @@ PassProfile profile(const Model &M, const CostResult &C, const RooflineResult &R
   // The cache is not sent: each stage keeps its own layers' keys and values.
   llvm::DenseSet<const Value *> Cache;
   for (const KVCacheEntry &E : Mem.KV)
-    for (const Value *V : {E.Past, E.Present, static_cast<const Value *>(E.Concat->output(0))})
+    for (const Value *V : E.tensors())
       Cache.insert(V);
   std::vector<double> Delta(N + 2, 0);
   forEachActivationRange(G, /*FloatOnly=*/false, [&](const Value *V, long Def, long Last) {

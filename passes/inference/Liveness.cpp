@@ -73,7 +73,7 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
   R.KV = findKVCache(G);
   ValueSet Cache(G);
   for (const KVCacheEntry &E : R.KV) {
-    for (const Value *V : {E.Past, E.Present, static_cast<const Value *>(E.Concat->output(0))})
+    for (const Value *V : E.tensors())
       Cache.insert(V);
     if (E.Present->hasKnownShape())
       R.KVCacheBytes += valueBytes(E.Present, FloatBytes);

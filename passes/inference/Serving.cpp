@@ -23,20 +23,10 @@ using llvm::formatv;
 
 namespace {
 
-using Bindings = std::vector<std::pair<std::string, int64_t>>;
-
-/// The dims a serving pass binds: the cache's past length and the new
-/// tokens' sequence length (or that length when the graph fixes it).
-struct SequenceDims {
-  std::string Past;           ///< symbol; empty without a KV cache
-  std::string Seq;            ///< symbol, when not fixed
-  std::optional<int64_t> FixedSeq;
-  std::string SeqWhere;       ///< "input 'input_ids' dim 1", for messages
-};
-
-llvm::Expected<SequenceDims> sequenceDims(const Model &M,
-                                          const std::vector<KVCacheEntry> &KV) {
-  SequenceDims D;
+/// The dims a serving pass binds, into D: the cache's past length and the
+/// new tokens' sequence length (or that length when the graph fixes it).
+llvm::Error findSequenceDims(const Model &M, const std::vector<KVCacheEntry> &KV,
+                             ServingSetup &D) {
   if (!KV.empty()) {
     const KVCacheEntry &E = KV.front();
     if (!E.Past->Shp || !E.Present->Shp || !E.Concat->input(1) ||
@@ -60,7 +50,7 @@ llvm::Expected<SequenceDims> sequenceDims(const Model &M,
       return fileError(M.Path, formatv("KV cache '{0}': the new tokens' length ({1}) is "
                                        "neither a number nor one symbol",
                                        E.Past->Name, NewDim.str()));
-    return D;
+    return llvm::Error::success();
   }
   // No cache: the prompt is the first input's dim 1 (input_ids [batch, seq]).
   for (const Value *V : M.Main->Inputs) {
@@ -76,7 +66,7 @@ llvm::Expected<SequenceDims> sequenceDims(const Model &M,
       D.Seq = S.symbolName().str();
     else
       break;
-    return D;
+    return llvm::Error::success();
   }
   return fileError(M.Path, "--prompt: no sequence dim found (the first graph input's dim 1, "
                            "as in input_ids [batch, seq]); bind it with --dim instead");
@@ -179,13 +169,8 @@ llvm::Expected<ServingSetup> ridge::setupServing(const ServingLoadFn &Load,
     return usageError("--context must be at least 1 token");
   if (SO.Batch < 1)
     return usageError("--batch must be at least 1");
-  auto Dims = sequenceDims(M, KV);
-  if (!Dims)
-    return Dims.takeError();
-  S.Past = Dims->Past;
-  S.Seq = Dims->Seq;
-  S.FixedSeq = Dims->FixedSeq;
-  S.SeqWhere = Dims->SeqWhere;
+  if (llvm::Error E = findSequenceDims(M, KV, S))
+    return std::move(E);
   if (S.FixedSeq && SO.Prompt && *SO.Prompt > *S.FixedSeq)
     return fileError(M.Path, formatv("--prompt {0}: longer than the graph's fixed sequence "
                                      "dim ({1}, {2})",
