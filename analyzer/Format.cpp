@@ -39,3 +39,15 @@ std::string ridge::siNumber(double X, const char *Unit) {
   std::string Suffix = std::string(Prefix[P]) + Unit;
   return Suffix.empty() ? Num : Num + " " + Suffix;
 }
+
+std::string ridge::durationText(double S) {
+  if (S >= 1)
+    return llvm::formatv("{0:F2} s", S).str();
+  if (S >= 1e-3)
+    return llvm::formatv("{0:F2} ms", S * 1e3).str();
+  return llvm::formatv("{0:F1} us", S * 1e6).str();
+}
+
+std::string ridge::signedPercent(double P) {
+  return llvm::formatv("{0}{1:F1}%", P >= 0 ? "+" : "", P).str();
+}

@@ -13,6 +13,10 @@ std::string exactNumber(double X);
 std::string withCommas(double X);
 /// "12.3 G" style with SI prefixes, 3 significant digits; Unit appended.
 std::string siNumber(double X, const char *Unit = "");
+/// A time for reports: "1.25 s", "12.34 ms", "56.7 us".
+std::string durationText(double Seconds);
+/// A change in percent with its sign: "+5.0%", "-12.3%".
+std::string signedPercent(double Percent);
 
 } // namespace ridge
 

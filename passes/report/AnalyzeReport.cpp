@@ -394,15 +394,7 @@ void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) 
   }
 }
 
-std::string seconds(double S) {
-  if (S == 0)
-    return "0";
-  if (S >= 1)
-    return llvm::formatv("{0:F2} s", S).str();
-  if (S >= 1e-3)
-    return llvm::formatv("{0:F2} ms", S * 1e3).str();
-  return llvm::formatv("{0:F1} us", S * 1e6).str();
-}
+std::string seconds(double S) { return S == 0 ? "0" : durationText(S); }
 
 /// What the table left out: rows past --top, and the nodes that cost
 /// nothing, by op type (most first), in one line each.

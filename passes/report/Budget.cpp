@@ -1,6 +1,7 @@
 //===- Budget.cpp - --fail-if budgets on the report's totals --------------===//
 #include "passes/report/Budget.h"
 #include "analyzer/Diagnostics.h"
+#include "analyzer/Format.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -44,16 +45,6 @@ llvm::Expected<Budget> parseBudget(llvm::StringRef Text) {
   if (Num.empty() || End != Num.c_str() + Num.size() || !std::isfinite(B.Value))
     return usageError(formatv("--fail-if '{0}': '{1}' is not a number", Text, V));
   return B;
-}
-
-std::string num(double X) {
-  if (std::fabs(X) < 1e15 && X == std::floor(X))
-    return formatv("{0}", int64_t(X)).str();
-  return formatv("{0:e}", X).str();
-}
-
-std::string percent(double X) {
-  return formatv("{0}{1:F1}%", X >= 0 ? "+" : "", X).str();
 }
 
 bool holds(double X, llvm::StringRef Op, double Limit) {
@@ -113,8 +104,8 @@ llvm::Error ridge::checkBudgets(llvm::ArrayRef<std::string> Budgets,
                                 Text, B->Key));
     if (!B->Relative) {
       if (holds(*New, B->Op, B->Value))
-        Broken.push_back(formatv("{0} = {1} {2} {3} ('{4}')", Where, num(*New), B->Op,
-                                 num(B->Value), Text)
+        Broken.push_back(formatv("{0} = {1} {2} {3} ('{4}')", Where, exactNumber(*New), B->Op,
+                                 exactNumber(B->Value), Text)
                              .str());
       continue;
     }
@@ -131,8 +122,8 @@ llvm::Error ridge::checkBudgets(llvm::ArrayRef<std::string> Budgets,
                                  : (*New > 0 ? HUGE_VAL : -HUGE_VAL);
     if (holds(Change, B->Op, B->Value))
       Broken.push_back(formatv("{0} {1} ({2} -> {3}) {4} {5} ('{6}')", Where,
-                               percent(Change), num(*Before), num(*New), B->Op,
-                               percent(B->Value), Text)
+                               signedPercent(Change), exactNumber(*Before), exactNumber(*New), B->Op,
+                               signedPercent(B->Value), Text)
                            .str());
   }
   if (Broken.empty())

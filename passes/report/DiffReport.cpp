@@ -97,8 +97,7 @@ std::string pct(double Old, double New) {
     return "0%";
   if (Old == 0)
     return "new";
-  double P = (New - Old) / std::fabs(Old) * 100;
-  return formatv("{0}{1:F1}%", P >= 0 ? "+" : "", P).str();
+  return signedPercent((New - Old) / std::fabs(Old) * 100);
 }
 
 json::Value pctJson(double Old, double New) {
@@ -243,20 +242,19 @@ void ridge::printDiff(const json::Value &Old, const json::Value &New, const Conf
                   N, B.Op, siNumber(A.Flops), siNumber(B.Flops), siNumber(A.Bytes, "B"),
                   siNumber(B.Bytes, "B"), amount(A.Seconds, "s"), amount(B.Seconds, "s"));
   }
-  for (const std::string &N : Added) {
-    if (Shown++ >= Limit)
-      break;
-    const Amounts &B = NewNodes[N];
-    OS << formatv("  added {0} ({1}): {2}, {3}, {4}\n", N, B.Op, siNumber(B.Flops, "FLOP"),
-                  siNumber(B.Bytes, "B"), amount(B.Seconds, "s"));
-  }
-  for (const std::string &N : Removed) {
-    if (Shown++ >= Limit)
-      break;
-    const Amounts &A = OldNodes[N];
-    OS << formatv("  removed {0} ({1}): {2}, {3}, {4}\n", N, A.Op, siNumber(A.Flops, "FLOP"),
-                  siNumber(A.Bytes, "B"), amount(A.Seconds, "s"));
-  }
+  // Nodes only one model has: what they cost there.
+  auto OneSide = [&](const char *Verb, const std::vector<std::string> &Names,
+                     std::map<std::string, Amounts> &In) {
+    for (const std::string &N : Names) {
+      if (Shown++ >= Limit)
+        return;
+      const Amounts &A = In[N];
+      OS << formatv("  {0} {1} ({2}): {3}, {4}, {5}\n", Verb, N, A.Op,
+                    siNumber(A.Flops, "FLOP"), siNumber(A.Bytes, "B"), amount(A.Seconds, "s"));
+    }
+  };
+  OneSide("added", Added, NewNodes);
+  OneSide("removed", Removed, OldNodes);
   if (Shown > Limit)
     OS << formatv("  ({0} more; --top 0 shows all)\n",
                   Changed.size() + Added.size() + Removed.size() - Limit);

@@ -12,13 +12,7 @@ using llvm::formatv;
 
 namespace {
 
-std::string seconds(double S) {
-  if (S >= 1)
-    return formatv("{0:F2} s", S).str();
-  if (S >= 1e-3)
-    return formatv("{0:F2} ms", S * 1e3).str();
-  return formatv("{0:F1} us", S * 1e6).str();
-}
+std::string seconds(double S) { return durationText(S); }
 
 /// (weights + KV cache) / bandwidth: the least a pass that reads every
 /// weight and the whole cache once can take.
