@@ -66,6 +66,8 @@ struct Config {
   /// on `ridge diff` relative: "memory.total>+5%"); a broken one fails the run.
   std::vector<std::string> Budgets;
   std::string RooflinePath;   ///< --roofline: chart written after the report
+  std::string AnnotatePath;   ///< --annotate: the model with ridge's numbers
+  std::string ReportPath;     ///< --report: one self-contained HTML page
   std::string Sort = "time"; ///< time | flops | bytes | name | order
   unsigned Top = 50;          ///< rows of the text per-op table (0: all)
 };

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "devices/Calibrate.h"
 #include "devices/Device.h"
+#include "analyzer/onnx/AnnotatedModel.h"
 #include "analyzer/onnx/Loader.h"
 #include "passes/Passes.h"
 #include "passes/plan/Planner.h"
@@ -177,6 +178,11 @@ static cl::opt<bool> NoSweepOpt("no-sweep",
 static cl::opt<std::string> RooflineOut(
     "roofline", cl::desc("Also write a roofline chart of every op (.svg or self-contained .html)"),
     cl::value_desc("FILE"), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+static cl::opt<std::string> AnnotateOut(
+    "annotate",
+    cl::desc("Also write a copy of the model with ridge's shapes (value_info) and numbers "
+             "(ridge.* metadata_props) for Netron; weights copied as they lie"),
+    cl::value_desc("OUT.onnx"), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
 // ridge plan.
 static cl::OptionCategory PlanCat("ridge plan options");
 static cl::opt<unsigned> PlanDevices("devices", cl::desc("Number of devices N"), cl::init(1),
@@ -413,6 +419,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
   C.RooflineTimes = TimeModelOpt == TimeModel::Roofline;
   C.TF32 = TF32Opt;
   C.RooflinePath = RooflineOut;
+  C.AnnotatePath = AnnotateOut;
   C.Budgets.assign(FailIf.begin(), FailIf.end());
   C.Inference = InferenceOpt || PromptOpt.getNumOccurrences() || ContextOpt.getNumOccurrences();
   return C;
@@ -528,6 +535,10 @@ static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &
   if (!C.Budgets.empty())
     return fail(usageError("--fail-if: budgets check analyze's report; with --prompt or "
                            "--context they are not supported yet"));
+  if (!C.AnnotatePath.empty())
+    return fail(usageError("--annotate: annotates one analyzed graph; with --prompt or "
+                           "--context (several passes) it is not supported, use "
+                           "--inference --dim NAME=N for the pass to annotate"));
   ServingOptions SO = servingOptions();
   SO.Sweep = !NoSweepOpt;
   auto Src = ModelSource::open(ModelPath, LO);
@@ -623,6 +634,9 @@ static int runModelCommand(const Device *Dev) {
     return fail(LO.takeError());
   if (!RooflineOut.empty())
     if (llvm::Error E = checkRooflineChartPath(RooflineOut))
+      return fail(std::move(E));
+  if (!AnnotateOut.empty())
+    if (llvm::Error E = checkAnnotateTarget(ModelPath, AnnotateOut))
       return fail(std::move(E));
   PassManager PM;
   std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();

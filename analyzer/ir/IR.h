@@ -499,6 +499,8 @@ public:
   const InitializerInfo *initializerInfo(const InitializerInfo &Info) {
     return &*InitializerInfos.insert(Info).first;
   }
+  /// The distinct initializer infos of the model (every graph's).
+  const std::set<InitializerInfo> &initializerInfos() const { return InitializerInfos; }
 
 private:
   std::set<InitializerInfo> InitializerInfos; ///< never moves its elements

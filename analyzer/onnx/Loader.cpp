@@ -783,6 +783,18 @@ ridge::loadModel(llvm::StringRef Path, const LoadOptions &Opts,
   return (*Src)->load(Opts, Diags);
 }
 
+llvm::Error ridge::modelAsBinary(llvm::StringRef Path, llvm::StringRef Bytes, std::string &Out,
+                                bool &Binary) {
+  Binary = !looksLikeText(Path, Bytes);
+  if (Binary)
+    return Error::success();
+  onnx::ModelProto Proto;
+  if (Error E = parseText(Path, Bytes, Proto))
+    return E;
+  Out = Proto.SerializeAsString();
+  return Error::success();
+}
+
 llvm::Expected<std::pair<std::string, int64_t>>
 ridge::parseDimBinding(llvm::StringRef S) {
   auto [Name, Num] = S.split('=');

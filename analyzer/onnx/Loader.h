@@ -88,6 +88,12 @@ llvm::Expected<std::unique_ptr<Model>>
 loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts, llvm::StringRef BatchDim,
                  int64_t Batch, DiagnosticEngine &Diags, llvm::StringRef Who = "plan");
 
+/// The model in Bytes (read from Path) as binary protobuf: Bytes itself
+/// when binary (Binary set, Out untouched), else the ONNX text syntax
+/// parsed and serialized into Out (Binary cleared). Errors name Path.
+llvm::Error modelAsBinary(llvm::StringRef Path, llvm::StringRef Bytes, std::string &Out,
+                          bool &Binary);
+
 /// Parses "NAME=N" for --dim.
 llvm::Expected<std::pair<std::string, int64_t>> parseDimBinding(llvm::StringRef S);
 /// Parses "NAME=1x3x224x224" for --input-shape.

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "analyzer/onnx/OnnxWire.h"
+#include "analyzer/onnx/WireFormat.h"
 #include <cstring>
 
 using namespace ridge::wire;
@@ -14,83 +15,12 @@ using llvm::StringRef;
 
 namespace {
 
-enum WireType : unsigned { Varint = 0, Fixed64 = 1, LengthDelim = 2, Fixed32 = 5 };
-
-/// Reads the fields of one message.
-class Fields {
-public:
-  explicit Fields(StringRef B)
-      : P(reinterpret_cast<const uint8_t *>(B.data())), End(P + B.size()) {}
-
-  bool done() const { return P >= End; }
-
-  /// The next field's number and wire type; false on a malformed key, field
-  /// number 0, or a wire type protobuf's ONNX messages never use (groups).
-  bool next(uint64_t &Num, unsigned &Wire) {
-    uint64_t Key;
-    if (!varint(Key))
-      return false;
-    Num = Key >> 3;
-    Wire = unsigned(Key & 7);
-    return Num != 0 && Num <= 0x1fffffff &&
-           (Wire == Varint || Wire == Fixed64 || Wire == LengthDelim || Wire == Fixed32);
-  }
-  bool varint(uint64_t &V) {
-    V = 0;
-    for (unsigned Shift = 0; Shift < 64; Shift += 7) {
-      if (P >= End)
-        return false;
-      uint8_t B = *P++;
-      V |= uint64_t(B & 0x7f) << Shift;
-      if (!(B & 0x80))
-        return true;
-    }
-    return false;
-  }
-  bool bytes(StringRef &Out) {
-    uint64_t Len;
-    if (!varint(Len) || Len > uint64_t(End - P))
-      return false;
-    Out = StringRef(reinterpret_cast<const char *>(P), Len);
-    P += Len;
-    return true;
-  }
-  template <typename T> bool fixed(T &Out) {
-    if (uint64_t(End - P) < sizeof(T))
-      return false;
-    std::memcpy(&Out, P, sizeof(T));
-    P += sizeof(T);
-    return true;
-  }
-  /// Skips a value of the given wire type (its framing checked).
-  bool skip(unsigned Wire) {
-    uint64_t V;
-    StringRef B;
-    switch (Wire) {
-    case Varint: return varint(V);
-    case Fixed64: return advance(8);
-    case Fixed32: return advance(4);
-    case LengthDelim: return bytes(B);
-    }
-    return false;
-  }
-  /// Where the next value starts (for counting payload bytes).
-  const uint8_t *pos() const { return P; }
-
-private:
-  const uint8_t *P, *End;
-  bool advance(uint64_t N) {
-    if (N > uint64_t(End - P))
-      return false;
-    P += N;
-    return true;
-  }
-};
+using namespace ridge::wire::format;
 
 /// Appends a repeated scalar field's value(s): one value, or a packed run.
 /// Integers are read as protobuf reads their declared type (int32 keeps the
 /// low 32 bits of the varint).
-template <typename VecT> bool readVarints(Fields &F, unsigned Wire, VecT &Out) {
+template <typename VecT> bool readVarints(FieldReader &F, unsigned Wire, VecT &Out) {
   using T = typename VecT::value_type;
   if (Wire == Varint) {
     uint64_t V;
@@ -102,7 +32,7 @@ template <typename VecT> bool readVarints(Fields &F, unsigned Wire, VecT &Out) {
   StringRef B;
   if (!F.bytes(B))
     return false;
-  Fields Packed(B);
+  FieldReader Packed(B);
   while (!Packed.done()) {
     uint64_t V;
     if (!Packed.varint(V))
@@ -114,7 +44,7 @@ template <typename VecT> bool readVarints(Fields &F, unsigned Wire, VecT &Out) {
 /// The same of a float or double field: one value of wire type ScalarWire,
 /// or a packed run.
 template <typename T>
-bool readFixed(Fields &F, unsigned Wire, unsigned ScalarWire, std::vector<T> &Out) {
+bool readFixed(FieldReader &F, unsigned Wire, unsigned ScalarWire, std::vector<T> &Out) {
   if (Wire == ScalarWire) {
     T V;
     if (!F.fixed(V))
@@ -141,7 +71,7 @@ enum class Got { Read, Skip, Bad };
 /// Calls Visit(F, Num, Wire) for each field of the message in B, skipping
 /// what it leaves; false on malformed bytes.
 template <typename VisitFn> bool eachField(StringRef B, VisitFn &&Visit) {
-  Fields F(B);
+  FieldReader F(B);
   while (!F.done()) {
     uint64_t Num;
     unsigned W;
@@ -165,7 +95,7 @@ Got ok(bool Read) { return Read ? Got::Read : Got::Bad; }
 
 /// A varint field of wire type Varint read into Out (as protobuf reads its
 /// declared type); any other wire type is an unknown field.
-template <typename T> Got varintField(Fields &F, unsigned W, T &Out) {
+template <typename T> Got varintField(FieldReader &F, unsigned W, T &Out) {
   if (W != Varint)
     return Got::Skip;
   uint64_t V;
@@ -176,12 +106,12 @@ template <typename T> Got varintField(Fields &F, unsigned W, T &Out) {
 }
 
 /// A length-delimited field: its bytes to Out.
-Got bytesField(Fields &F, unsigned W, StringRef &Out) {
+Got bytesField(FieldReader &F, unsigned W, StringRef &Out) {
   return W != LengthDelim ? Got::Skip : ok(F.bytes(Out));
 }
 
 /// A message field: its bytes decoded by Decode(Sub).
-template <typename DecodeFn> Got messageField(Fields &F, unsigned W, DecodeFn &&Decode) {
+template <typename DecodeFn> Got messageField(FieldReader &F, unsigned W, DecodeFn &&Decode) {
   StringRef Sub;
   if (W != LengthDelim)
     return Got::Skip;
@@ -191,7 +121,7 @@ template <typename DecodeFn> Got messageField(Fields &F, unsigned W, DecodeFn &&
 /// A repeated message field: a new element at the end of List, the field's
 /// bytes decoded into it by Decode(Sub, Element).
 template <typename ListT, typename DecodeFn>
-Got appendField(Fields &F, unsigned W, ListT &List, DecodeFn &&Decode) {
+Got appendField(FieldReader &F, unsigned W, ListT &List, DecodeFn &&Decode) {
   return messageField(F, W, [&](StringRef Sub) {
     List.emplace_back();
     return Decode(Sub, List.back());
@@ -199,7 +129,7 @@ Got appendField(Fields &F, unsigned W, ListT &List, DecodeFn &&Decode) {
 }
 
 /// A repeated integer field, packed or not.
-template <typename VecT> Got varintsField(Fields &F, unsigned W, VecT &Out) {
+template <typename VecT> Got varintsField(FieldReader &F, unsigned W, VecT &Out) {
   return W != Varint && W != LengthDelim ? Got::Skip : ok(readVarints(F, W, Out));
 }
 
@@ -208,7 +138,7 @@ public:
   Decoder(const DecodeOptions &Opts, uint64_t &Skipped) : Opts(Opts), Skipped(Skipped) {}
 
   bool model(StringRef B, Model &M) {
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       switch (Num) {
       case 1: return varintField(F, W, M.IrVersion);
       case 2: return bytesField(F, W, M.ProducerName);
@@ -244,7 +174,7 @@ public:
     };
     llvm::SmallVector<Payload, 4> Payloads;
     uint64_t PayloadBytes = 0;
-    bool Ok = eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    bool Ok = eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       if (ridge::isTensorPayloadField(Num)) {
         const uint8_t *At = F.pos();
         if (!F.skip(W))
@@ -284,7 +214,7 @@ public:
       return true;
     }
     for (const Payload &Pl : Payloads) {
-      Fields V(StringRef(reinterpret_cast<const char *>(Pl.At),
+      FieldReader V(StringRef(reinterpret_cast<const char *>(Pl.At),
                          B.end() - reinterpret_cast<const char *>(Pl.At)));
       bool Read = true;
       switch (Pl.Num) {
@@ -328,7 +258,7 @@ private:
   uint64_t &Skipped;
 
   static bool opset(StringRef B, OpsetId &O) {
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       return Num == 1 ? bytesField(F, W, O.Domain)
              : Num == 2 ? varintField(F, W, O.Version)
                         : Got::Skip;
@@ -337,20 +267,20 @@ private:
 
   /// StringStringEntryProto.
   static bool entry(StringRef B, StringRef &Key, StringRef &Value) {
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       return Num == 1 ? bytesField(F, W, Key) : Num == 2 ? bytesField(F, W, Value) : Got::Skip;
     });
   }
 
   /// TensorProto.Segment: its framing checked, nothing kept.
   static bool segment(StringRef B) {
-    return eachField(B, [](Fields &, uint64_t, unsigned) { return Got::Skip; });
+    return eachField(B, [](FieldReader &, uint64_t, unsigned) { return Got::Skip; });
   }
 
   bool sparse(StringRef B, SparseTensor &S, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       if (Num == 1 || Num == 2)
         return messageField(F, W, [&](StringRef Sub) {
           return tensor(Sub, Num == 1 ? S.Values : S.Indices, Depth + 1);
@@ -360,7 +290,7 @@ private:
   }
 
   static bool dimension(StringRef B, Dimension &D) {
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       // oneof value: the last member wins.
       if (Num == 1 && W == Varint) {
         D.K = Dimension::Kind::Value;
@@ -377,13 +307,13 @@ private:
   }
 
   static bool tensorType(StringRef B, Type &T) {
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       if (Num == 1)
         return varintField(F, W, T.ElemType);
       if (Num == 2) // shape (merged when repeated)
         return messageField(F, W, [&](StringRef Sub) {
           T.HasShape = true;
-          return eachField(Sub, [&](Fields &G, uint64_t N, unsigned X) {
+          return eachField(Sub, [&](FieldReader &G, uint64_t N, unsigned X) {
             return N != 1 ? Got::Skip : appendField(G, X, T.Dims, dimension);
           });
         });
@@ -392,7 +322,7 @@ private:
   }
 
   bool type(StringRef B, Type &T) {
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       Type::Kind K = Num == 1   ? Type::Kind::Tensor
                      : Num == 4 ? Type::Kind::Sequence
                      : Num == 5 ? Type::Kind::Map
@@ -415,7 +345,7 @@ private:
   }
 
   bool valueInfo(StringRef B, ValueInfo &V) {
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       if (Num == 1)
         return bytesField(F, W, V.Name);
       if (Num == 2)
@@ -427,7 +357,7 @@ private:
   bool attribute(StringRef B, Attribute &A, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       switch (Num) {
       case 1: return bytesField(F, W, A.Name);
       case 2: // f
@@ -496,7 +426,7 @@ public:
   bool node(StringRef B, Node &N, unsigned Depth) {
     if (Depth > Opts.MaxDepth)
       return false;
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       switch (Num) {
       case 1:
       case 2:
@@ -522,7 +452,7 @@ public:
 private:
   /// A NodeProto of G: decoded to be checked (subgraphs and all), its bytes
   /// kept (decodeNode reads them again).
-  Got nodeField(Fields &F, unsigned W, Graph &G, unsigned Depth) {
+  Got nodeField(FieldReader &F, unsigned W, Graph &G, unsigned Depth) {
     return messageField(F, W, [&](StringRef Sub) {
       Node N;
       if (!node(Sub, N, Depth))
@@ -540,7 +470,7 @@ private:
     // doubling, a million nodes would be copied and leave freed blocks
     // of 100 MB and more behind.
     size_t NumNodes = 0, NumInits = 0;
-    if (!eachField(B, [&](Fields &, uint64_t Num, unsigned W) {
+    if (!eachField(B, [&](FieldReader &, uint64_t Num, unsigned W) {
           NumNodes += Num == 1 && W == LengthDelim;
           NumInits += Num == 5 && W == LengthDelim;
           return Got::Skip;
@@ -548,7 +478,7 @@ private:
       return false;
     G.Nodes.reserve(G.Nodes.size() + NumNodes);
     G.Initializers.reserve(G.Initializers.size() + NumInits);
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       switch (Num) {
       case 1: return nodeField(F, W, G, Depth + 1);
       case 2: return bytesField(F, W, G.Name);
@@ -573,7 +503,7 @@ private:
   }
 
   bool function(StringRef B, Function &Fn, unsigned Depth) {
-    return eachField(B, [&](Fields &F, uint64_t Num, unsigned W) {
+    return eachField(B, [&](FieldReader &F, uint64_t Num, unsigned W) {
       switch (Num) {
       case 1: return bytesField(F, W, Fn.Name);
       case 10: return bytesField(F, W, Fn.Domain);

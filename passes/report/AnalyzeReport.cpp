@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/report/AnalyzeReport.h"
 #include "passes/report/Budget.h"
+#include "passes/report/ModelAnnotations.h"
 #include "passes/cost/CostModel.h"
 #include "analyzer/Format.h"
 #include "passes/roofline/Fusion.h"
@@ -124,10 +125,8 @@ std::vector<OpTypeTotal> byOpType(const CostResult &C) {
 }
 
 /// Rows in the order --sort asks for, cut to --top.
-/// A node's step time (forward and backward phases, multiplier applied).
 double nodeSeconds(const CostResult &C, const RooflineResult &RL, const NodeCost *N) {
-  const NodeRoofline &R = RL.Nodes[N - C.Nodes.data()];
-  return (R.Fwd.Seconds + R.Bwd.Seconds) * N->Multiplier;
+  return RL.nodeSeconds(C, *N);
 }
 
 /// The first Limit (0: all) of Items by Key, largest first, ties in their
@@ -716,9 +715,13 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
   if (!Cfg.RooflinePath.empty())
     if (llvm::Error E = writeRooflineChart(Cfg.RooflinePath, M, *In->C, *In->RL, Cfg))
       return E;
-  if (Cfg.Budgets.empty())
+  if (Cfg.Budgets.empty() && Cfg.AnnotatePath.empty() && Cfg.ReportPath.empty())
     return llvm::Error::success();
   if (!Doc)
     Doc = jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+  if (!Cfg.AnnotatePath.empty())
+    if (llvm::Error E =
+            writeModelAnnotations(Cfg.AnnotatePath, M, *In->C, *In->RL, *Doc, AM.diags()))
+      return E;
   return checkBudgets(Cfg.Budgets, *Doc, nullptr, M.Path);
 }

@@ -55,6 +55,12 @@ struct RooflineResult {
   double stepSeconds() const {
     return FwdSeconds + BwdSeconds + RecomputeSeconds + OptimizerSeconds;
   }
+  /// Node N's step time (forward and backward phases, its multiplier
+  /// applied); N is one of C.Nodes, the costs this result placed.
+  double nodeSeconds(const CostResult &C, const NodeCost &N) const {
+    const NodeRoofline &R = Nodes[&N - C.Nodes.data()];
+    return (R.Fwd.Seconds + R.Bwd.Seconds) * N.Multiplier;
+  }
   /// Model FLOPs utilization: forward + backward FLOPs (not recomputation
   /// or optimizer) per second of step, over the datasheet peak.
   double MFU = 0;
