@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ clang llvm-19-dev llvm-19-tools libonnx-dev libprotobuf-dev
       protobuf-compiler libfmt-dev zlib1g-dev libzstd-dev libncurses-dev googletest libgtest-dev libonnx-testdata librsvg2-bin
-      python3-onnx python3-numpy pybind11-dev python3-dev python3-pytest)
+      python3-onnx python3-numpy pybind11-dev python3-dev python3-pytest chromium)
 if [[ "${1:-}" == "--validation" ]]; then pkgs+=(python3-torch python3-torchvision); fi
 missing=()
 for p in "${pkgs[@]}"; do

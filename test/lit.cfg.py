@@ -28,5 +28,10 @@ config.substitutions.append(("%ridge", os.path.join(config.ridge_tools_dir, "rid
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%testdata", config.onnx_testdata_dir))
 config.substitutions.append(("%srcroot", config.ridge_src_root))
+# Debian's chromium (scripts/install-deps.sh installs it): the HTML report's
+# tests load the page in it, headless.
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
 if os.path.isdir(config.onnx_testdata_dir):
     config.available_features.add("onnx-testdata")

@@ -14,6 +14,7 @@
 #include "passes/report/ServingReport.h"
 #include "passes/report/Budget.h"
 #include "passes/report/DiffReport.h"
+#include "passes/report/HtmlReport.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -183,6 +184,11 @@ static cl::opt<std::string> AnnotateOut(
     cl::desc("Also write a copy of the model with ridge's shapes (value_info) and numbers "
              "(ridge.* metadata_props) for Netron; weights copied as they lie"),
     cl::value_desc("OUT.onnx"), cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
+static cl::opt<std::string> ReportOut(
+    "report",
+    cl::desc("Also write one self-contained HTML page: summary, sortable per-node table, "
+             "roofline, memory, fusion (analyze); ranking, breakdown, scaling (plan)"),
+    cl::value_desc("OUT.html"), cl::sub(AnalyzeCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
 // ridge plan.
 static cl::OptionCategory PlanCat("ridge plan options");
 static cl::opt<unsigned> PlanDevices("devices", cl::desc("Number of devices N"), cl::init(1),
@@ -420,6 +426,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
   C.TF32 = TF32Opt;
   C.RooflinePath = RooflineOut;
   C.AnnotatePath = AnnotateOut;
+  C.ReportPath = ReportOut;
   C.Budgets.assign(FailIf.begin(), FailIf.end());
   C.Inference = InferenceOpt || PromptOpt.getNumOccurrences() || ContextOpt.getNumOccurrences();
   return C;
@@ -455,7 +462,7 @@ static llvm::Expected<PlanOptions> planOptions(Timing &Timer) {
   PO.OverlapGradReduce = PlanOverlapGrad;
   PO.Timer = &Timer;
   PO.Top = PlanTop;
-  PO.Scaling = PlanScaling || !PlanScalingSvg.empty();
+  PO.Scaling = PlanScaling || !PlanScalingSvg.empty() || !ReportOut.empty();
   PO.ScalingSvg = PlanScalingSvg;
   PO.Emit = PlanEmit;
   if (!PO.Emit.empty() && PO.Emit != "megatron" && PO.Emit != "deepspeed" && PO.Emit != "torch")
@@ -494,6 +501,9 @@ static int runPlan(const LoadOptions &LO, const Config &C, Timing &Timer,
   printPlan(*R, C, Out);
   if (!PO->ScalingSvg.empty())
     if (llvm::Error E = writeScalingSvg(*R, PO->ScalingSvg))
+      return fail(std::move(E));
+  if (!C.ReportPath.empty())
+    if (llvm::Error E = writePlanHtml(*R, C, ModelPath, C.ReportPath))
       return fail(std::move(E));
   if (TimePasses)
     llvm::errs() << llvm::formatv("plan: searched {0} configurations in {1:F3} s\n",
@@ -535,6 +545,10 @@ static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &
   if (!C.Budgets.empty())
     return fail(usageError("--fail-if: budgets check analyze's report; with --prompt or "
                            "--context they are not supported yet"));
+  if (!C.ReportPath.empty())
+    return fail(usageError("--report: the page shows one analyzed graph; with --prompt or "
+                           "--context (several passes) it is not supported yet, use "
+                           "--inference --dim NAME=N for the pass to show"));
   if (!C.AnnotatePath.empty())
     return fail(usageError("--annotate: annotates one analyzed graph; with --prompt or "
                            "--context (several passes) it is not supported, use "
@@ -560,6 +574,9 @@ static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEn
       PlanDP.getNumOccurrences())
     return fail(usageError("plan --inference: --global-batch, --micro-batch and --dp are "
                            "training's; the batch is --batch (per replica)"));
+  if (!C.ReportPath.empty())
+    return fail(usageError("--report: plan --inference has no page yet; its --format json "
+                           "gives every number"));
   ServingOptions SO = servingOptions();
   InferencePlanOptions PO;
   PO.Devices = PlanDevices;
@@ -637,6 +654,9 @@ static int runModelCommand(const Device *Dev) {
       return fail(std::move(E));
   if (!AnnotateOut.empty())
     if (llvm::Error E = checkAnnotateTarget(ModelPath, AnnotateOut))
+      return fail(std::move(E));
+  if (!ReportOut.empty())
+    if (llvm::Error E = checkReportPath(ReportOut))
       return fail(std::move(E));
   PassManager PM;
   std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();

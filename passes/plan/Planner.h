@@ -131,6 +131,12 @@ void printPlan(const PlanResult &R, const Config &Cfg, llvm::raw_ostream &OS);
 /// The scaling curve (speedup vs devices) with the linear ideal and
 /// Amdahl's bound, as SVG.
 llvm::Error writeScalingSvg(const PlanResult &R, llvm::StringRef Path);
+/// The same chart to OS (R.Scaling not empty).
+void renderScalingSvg(const PlanResult &R, llvm::raw_ostream &OS);
+/// `ridge plan --report OUT.html`: the page of passes/report/HtmlReport.h
+/// for R, from the JSON document printPlan gives; Model names the model.
+llvm::Error writePlanHtml(const PlanResult &R, const Config &Cfg, llvm::StringRef Model,
+                          llvm::StringRef Path);
 
 /// Ring collective time on n devices: latency terms plus the ring factor
 /// times bytes over the link: all-reduce 2(n-1)/n, all-gather and

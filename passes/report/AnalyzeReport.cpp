@@ -8,6 +8,7 @@
 #include "passes/report/AnalyzeReport.h"
 #include "passes/report/Budget.h"
 #include "passes/report/ModelAnnotations.h"
+#include "passes/report/HtmlReport.h"
 #include "passes/cost/CostModel.h"
 #include "analyzer/Format.h"
 #include "passes/roofline/Fusion.h"
@@ -719,6 +720,14 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
     return llvm::Error::success();
   if (!Doc)
     Doc = jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+  if (!Cfg.ReportPath.empty()) {
+    std::string Svg, Page;
+    llvm::raw_string_ostream SOS(Svg), POS(Page);
+    renderRooflineSvgElement(SOS, M, *In->C, *In->RL, Cfg);
+    renderAnalyzeHtml(POS, *Doc, Svg, In->RL->Dev->MemCapacity);
+    if (llvm::Error E = writeTextFile(Cfg.ReportPath, Page))
+      return E;
+  }
   if (!Cfg.AnnotatePath.empty())
     if (llvm::Error E =
             writeModelAnnotations(Cfg.AnnotatePath, M, *In->C, *In->RL, *Doc, AM.diags()))

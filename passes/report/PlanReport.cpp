@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "analyzer/Format.h"
 #include "passes/plan/Planner.h"
+#include "passes/report/HtmlReport.h"
+#include "passes/report/Markup.h"
 #include "passes/cost/TrainingStep.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -390,6 +392,13 @@ void ridge::printLaws(double P, llvm::ArrayRef<double> Speedups, double Bytes, u
 llvm::Error ridge::writeScalingSvg(const PlanResult &R, llvm::StringRef Path) {
   if (R.Scaling.empty())
     return usageError("--scaling-svg: no scaling curve (no configuration fits)");
+  std::string Svg;
+  llvm::raw_string_ostream OS(Svg);
+  renderScalingSvg(R, OS);
+  return writeTextFile(Path, Svg);
+}
+
+void ridge::renderScalingSvg(const PlanResult &R, llvm::raw_ostream &OS) {
   // Log2 x (devices), linear y (speedup); the ideal line and Amdahl's bound
   // from the serial fraction the largest point implies.
   const double W = 640, H = 420, L = 70, Rm = 30, T = 50, B = 60;
@@ -399,15 +408,13 @@ llvm::Error ridge::writeScalingSvg(const PlanResult &R, llvm::StringRef Path) {
   auto Y = [&](double S) { return H - B - (H - B - T) * S / MaxS; };
   double LastSpeedup = R.SingleDevice.StepSeconds / R.Scaling.back().second.StepSeconds;
   std::optional<double> Serial = serialFraction(LastSpeedup, unsigned(MaxN));
-  std::string Svg;
-  llvm::raw_string_ostream OS(Svg);
   OS << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
                 "font-family=\"sans-serif\" font-size=\"12\">\n",
                 W, H);
   OS << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   OS << formatv("<text x=\"{0}\" y=\"25\" font-size=\"15\">Scaling on {1}: speedup vs one "
                 "device (global batch {2})</text>\n",
-                L, R.Dev->Name, R.Opts.GlobalBatch);
+                L, xmlText(R.Dev->Name), R.Opts.GlobalBatch);
   OS << formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", L,
                 H - B, W - Rm);
   OS << formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", L,
@@ -460,11 +467,21 @@ llvm::Error ridge::writeScalingSvg(const PlanResult &R, llvm::StringRef Path) {
                   "(speedup {2}, below 1, on {3} devices)</text>\n",
                   L + 10, T + 45, speedupText(LastSpeedup), unsigned(MaxN));
   OS << "</svg>\n";
-  OS.flush();
-  std::error_code EC;
-  llvm::raw_fd_ostream F(Path, EC, llvm::sys::fs::OF_None);
-  if (EC)
-    return fileError(Path, EC.message());
-  F << Svg;
-  return llvm::Error::success();
+}
+
+llvm::Error ridge::writePlanHtml(const PlanResult &R, const Config &Cfg, llvm::StringRef Model,
+                                 llvm::StringRef Path) {
+  const PlanEval *Winner = R.Ranked.empty() ? nullptr : &R.Ranked.front();
+  const PlanEval *Shown = R.Fixed ? &*R.Fixed : Winner;
+  double Speedup = Shown ? R.SingleDevice.StepSeconds / Shown->StepSeconds : 0;
+  std::string Json, Svg, Page;
+  llvm::raw_string_ostream JOS(Json), SOS(Svg), POS(Page);
+  printPlanJson(R, Shown, Speedup, JOS);
+  auto Doc = llvm::json::parse(Json);
+  if (!Doc)
+    return Doc.takeError();
+  if (!R.Scaling.empty())
+    renderScalingSvg(R, SOS);
+  renderPlanHtml(POS, *Doc, Model, Svg, R.Dev->MemCapacity);
+  return writeTextFile(Path, Page);
 }

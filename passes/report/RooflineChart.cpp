@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/report/RooflineChart.h"
+#include "passes/report/Markup.h"
+#include "passes/report/HtmlReport.h"
 #include "analyzer/Config.h"
 #include "devices/Device.h"
 #include "analyzer/Diagnostics.h"
@@ -66,66 +68,6 @@ std::string px(double V) {
   return S;
 }
 
-/// S as XML character data or attribute text: valid UTF-8 (a bad byte becomes
-/// U+FFFD), no characters XML forbids, tabs and line breaks as spaces, the
-/// five special characters escaped, and at most MaxChars characters.
-std::string xmlText(llvm::StringRef S, size_t MaxChars = 160) {
-  std::string Out;
-  size_t Chars = 0;
-  for (size_t I = 0; I < S.size();) {
-    if (Chars == MaxChars) {
-      Out += "\xE2\x80\xA6"; // ellipsis
-      break;
-    }
-    ++Chars;
-    unsigned char B = S[I];
-    uint32_t CP = 0;
-    size_t Len = 0;
-    if (B < 0x80) {
-      CP = B;
-      Len = 1;
-    } else if ((B & 0xE0) == 0xC0) {
-      CP = B & 0x1F;
-      Len = 2;
-    } else if ((B & 0xF0) == 0xE0) {
-      CP = B & 0x0F;
-      Len = 3;
-    } else if ((B & 0xF8) == 0xF0) {
-      CP = B & 0x07;
-      Len = 4;
-    }
-    bool Ok = Len > 0 && I + Len <= S.size();
-    for (size_t K = 1; Ok && K < Len; ++K) {
-      unsigned char C = S[I + K];
-      Ok = (C & 0xC0) == 0x80;
-      CP = (CP << 6) | (C & 0x3F);
-    }
-    if (Ok)
-      Ok = !(Len == 2 && CP < 0x80) && !(Len == 3 && CP < 0x800) &&
-           !(Len == 4 && CP < 0x10000) && CP <= 0x10FFFF &&
-           !(CP >= 0xD800 && CP <= 0xDFFF) && CP != 0xFFFE && CP != 0xFFFF;
-    if (!Ok) {
-      Out += "\xEF\xBF\xBD"; // U+FFFD
-      ++I;
-      continue;
-    }
-    switch (CP) {
-    case '&': Out += "&amp;"; break;
-    case '<': Out += "&lt;"; break;
-    case '>': Out += "&gt;"; break;
-    case '"': Out += "&quot;"; break;
-    case '\'': Out += "&#39;"; break;
-    case '\t': case '\n': case '\r': Out += ' '; break;
-    default:
-      if (CP < 0x20)
-        Out += "\xEF\xBF\xBD";
-      else
-        Out.append(S.data() + I, Len);
-    }
-    I += Len;
-  }
-  return Out;
-}
 
 /// Three significant digits without an exponent, as siNumber prints them.
 std::string sig3(double X) {
@@ -194,7 +136,7 @@ public:
         const RooflineResult &R, const Config &Cfg)
       : OS(OS), M(M), C(C), R(R), Cfg(Cfg) {}
 
-  void render(bool Html);
+  void render(bool Html, bool Element);
 
 private:
   llvm::raw_ostream &OS;
@@ -712,9 +654,13 @@ const char *const HtmlScript = R"(<div id="tip"></div>
 </script>
 )";
 
-void Chart::render(bool Html) {
+void Chart::render(bool Html, bool Element) {
   collect();
   chooseRanges();
+  if (Element) {
+    writeSvg();
+    return;
+  }
   if (!Html) {
     OS << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     writeSvg();
@@ -739,7 +685,12 @@ llvm::Error ridge::checkRooflineChartPath(llvm::StringRef Path) {
 void ridge::renderRooflineChart(llvm::raw_ostream &OS, bool Html, const Model &M,
                                 const CostResult &C, const RooflineResult &R,
                                 const Config &Cfg) {
-  Chart(OS, M, C, R, Cfg).render(Html);
+  Chart(OS, M, C, R, Cfg).render(Html, /*Element=*/false);
+}
+
+void ridge::renderRooflineSvgElement(llvm::raw_ostream &OS, const Model &M, const CostResult &C,
+                                     const RooflineResult &R, const Config &Cfg) {
+  Chart(OS, M, C, R, Cfg).render(/*Html=*/false, /*Element=*/true);
 }
 
 llvm::Error ridge::writeRooflineChart(llvm::StringRef Path, const Model &M,
@@ -750,17 +701,5 @@ llvm::Error ridge::writeRooflineChart(llvm::StringRef Path, const Model &M,
   std::string Text;
   llvm::raw_string_ostream SOS(Text);
   renderRooflineChart(SOS, isHtml(Path), M, C, R, Cfg);
-  SOS.flush();
-  std::error_code EC;
-  llvm::raw_fd_ostream Out(Path, EC, llvm::sys::fs::OF_None);
-  if (EC)
-    return fileError(Path, EC.message());
-  Out << Text;
-  Out.close();
-  if (Out.has_error()) {
-    std::string Msg = Out.error().message();
-    Out.clear_error();
-    return fileError(Path, Msg);
-  }
-  return llvm::Error::success();
+  return writeTextFile(Path, Text);
 }

@@ -46,6 +46,10 @@ llvm::Error writeRooflineChart(llvm::StringRef Path, const Model &M, const CostR
 void renderRooflineChart(llvm::raw_ostream &OS, bool Html, const Model &M,
                          const CostResult &C, const RooflineResult &R, const Config &Cfg);
 
+/// The chart as one <svg> element, for a page that embeds it (--report).
+void renderRooflineSvgElement(llvm::raw_ostream &OS, const Model &M, const CostResult &C,
+                              const RooflineResult &R, const Config &Cfg);
+
 } // namespace ridge
 
 #endif
