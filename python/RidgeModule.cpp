@@ -11,7 +11,12 @@
 #include "devices/Device.h"
 #include "passes/Passes.h"
 #include "passes/plan/Planner.h"
+#include "analyzer/onnx/AnnotatedModel.h"
+#include "passes/inference/Inference.h"
 #include "passes/report/AnalyzeReport.h"
+#include "passes/report/HtmlReport.h"
+#include "passes/report/RooflineChart.h"
+#include "passes/report/ServingReport.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <pybind11/pybind11.h>
@@ -179,18 +184,123 @@ std::unique_ptr<ModelSource> openModel(py::handle Model, const LoadOptions &LO) 
   return take(ModelSource::open(Path, LO));
 }
 
+/// A printer's JSON text as Python objects.
+template <typename PrintFn> py::object printedJson(PrintFn Print) {
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  Print(OS);
+  OS.flush();
+  return py::module_::import("json").attr("loads")(Text);
+}
+
+/// prompt, context, batch: the serving options (Sweep as given).
+ServingOptions servingOptions(Options &O) {
+  ServingOptions SO;
+  SO.Prompt = O.get<int64_t>("prompt");
+  SO.Context = O.get<int64_t>("context");
+  SO.Batch = O.get<int64_t>("batch").value_or(1);
+  return SO;
+}
+
+bool isBytes(py::handle Model) {
+  return py::isinstance<py::bytes>(Model) || py::isinstance<py::bytearray>(Model) ||
+         py::isinstance<py::memoryview>(Model);
+}
+
+/// report=, annotate=, roofline=: the files written beside the result,
+/// checked as the CLI checks its flags.
+void outputFiles(const char *Fn, Options &O, py::handle Model, Config &C, bool Analyze) {
+  C.ReportPath = O.get<std::string>("report").value_or("");
+  if (!C.ReportPath.empty())
+    if (llvm::Error E = checkReportPath(C.ReportPath))
+      throw RidgeError(llvm::toString(std::move(E)));
+  if (!Analyze)
+    return;
+  C.AnnotatePath = O.get<std::string>("annotate").value_or("");
+  C.RooflinePath = O.get<std::string>("roofline").value_or("");
+  if (!C.RooflinePath.empty())
+    if (llvm::Error E = checkRooflineChartPath(C.RooflinePath))
+      throw RidgeError(llvm::toString(std::move(E)));
+  if (!C.AnnotatePath.empty() && isBytes(Model))
+    throw RidgeError(llvm::formatv("{0}: annotate= copies the model's file; pass its path, "
+                                   "not its bytes",
+                                   Fn)
+                         .str());
+}
+
 py::object analyze(py::handle Model, py::kwargs KW) {
   Options O("analyze", std::move(KW));
   Devices D = devicesFor(O);
   LoadOptions LO = loadOptions(O);
   Config C = config("analyze", O, D.Dev, /*Plan=*/false);
+  ServingOptions SO = servingOptions(O);
+  SO.Sweep = O.get<bool>("sweep").value_or(true);
+  std::string BatchDim = O.get<std::string>("batch_dim").value_or("");
+  outputFiles("analyze", O, Model, C, /*Analyze=*/true);
   O.finish();
   std::unique_ptr<ModelSource> Src = openModel(Model, LO);
+  if (!C.AnnotatePath.empty())
+    if (llvm::Error E = checkAnnotateTarget(Src->path(), C.AnnotatePath))
+      throw RidgeError(llvm::toString(std::move(E)));
   DiagnosticEngine Diags;
+  if (SO.Prompt || SO.Context) {
+    if (!C.ReportPath.empty() || !C.AnnotatePath.empty() || !C.RooflinePath.empty())
+      throw RidgeError("analyze: report=, annotate= and roofline= show one analyzed graph; "
+                       "with prompt= or context= they are not supported yet");
+    C.Inference = true;
+    ServingResult R = take(analyzeServing(servingLoader(*Src, LO, BatchDim, "analyze batch="),
+                                          C, SO, Diags));
+    return printedJson([&](llvm::raw_ostream &OS) { printServing(R, SO, C, OS); });
+  }
   std::unique_ptr<ridge::Model> M = take(Src->load(LO, Diags));
   Src.reset();
   AnalysisManager AM(*M, C, Diags);
-  return loadsJson(take(analyzeDocument(*M, AM)));
+  llvm::json::Value Doc = take(analyzeDocument(*M, AM));
+  if (llvm::Error E = writeAnalyzeFiles(*M, AM, &Doc))
+    throw RidgeError(llvm::toString(std::move(E)));
+  return loadsJson(Doc);
+}
+
+/// plan(inference=True): tensor parallelism, stages and replicas for one
+/// serving pass, as `ridge plan --inference`.
+py::object planServing(py::handle Model, Options &O, const LoadOptions &LO, Config &C) {
+  ServingOptions SO = servingOptions(O);
+  C.Inference = true;
+  InferencePlanOptions PO;
+  PO.Devices = O.get<unsigned>("devices").value_or(1);
+  PO.DevicesPerNode = O.get<unsigned>("devices_per_node").value_or(0);
+  PO.MaxTP = O.get<unsigned>("max_tp").value_or(0);
+  PO.TP = O.get<unsigned>("tp");
+  PO.PP = O.get<unsigned>("pp");
+  PO.Top = O.get<unsigned>("show").value_or(5);
+  if (auto V = O.get<std::string>("objective"))
+    PO.Throughput = choose<bool>("plan", "objective", *V, {{"latency", false}, {"throughput", true}});
+  std::string BatchDim = O.get<std::string>("batch_dim").value_or("");
+  for (const char *Training : {"global_batch", "micro_batch", "dp"})
+    if (O.get<int64_t>(Training))
+      throw RidgeError(llvm::formatv("plan: {0}= is training's; with inference=True the batch "
+                                     "is batch= (per replica)",
+                                     Training)
+                           .str());
+  if (O.get<std::string>("report"))
+    throw RidgeError("plan: report= has no page for inference=True yet; the result has every "
+                     "number");
+  O.finish();
+  std::unique_ptr<ModelSource> Src = openModel(Model, LO);
+  DiagnosticEngine Diags;
+  InferencePlanResult R;
+  std::string Failed;
+  {
+    py::gil_scoped_release Release;
+    auto P = planInference(servingLoader(*Src, LO, BatchDim, "plan batch="), C, SO, PO, Diags);
+    if (P)
+      R = std::move(*P);
+    else
+      Failed = llvm::toString(P.takeError());
+  }
+  if (!Failed.empty())
+    throw RidgeError(Failed);
+  return printedJson([&](llvm::raw_ostream &OS) { printInferencePlan(R, C, OS); });
 }
 
 py::object plan(py::handle Model, py::kwargs KW) {
@@ -198,9 +308,8 @@ py::object plan(py::handle Model, py::kwargs KW) {
   Devices D = devicesFor(O);
   LoadOptions LO = loadOptions(O);
   Config C = config("plan", O, D.Dev, /*Plan=*/true);
-  if (C.Inference)
-    throw RidgeError("plan: inference=True is not in the module yet (use the CLI's "
-                     "`ridge plan --inference`)");
+  if (C.Inference || O.get<int64_t>("prompt") || O.get<int64_t>("context"))
+    return planServing(Model, O, LO, C);
   PlanOptions PO;
   PO.Devices = O.get<unsigned>("devices").value_or(1);
   PO.DevicesPerNode = O.get<unsigned>("devices_per_node").value_or(0);
@@ -217,6 +326,8 @@ py::object plan(py::handle Model, py::kwargs KW) {
   PO.MaxTP = O.get<unsigned>("max_tp").value_or(0);
   PO.Top = O.get<unsigned>("show").value_or(5);
   std::string BatchDim = O.get<std::string>("batch_dim").value_or("");
+  outputFiles("plan", O, Model, C, /*Analyze=*/false);
+  PO.Scaling = !C.ReportPath.empty();
   O.finish();
   if ((PO.TP || PO.PP || PO.DP) && !(PO.TP && PO.PP && PO.DP))
     throw RidgeError("plan: fix a configuration with all of tp, pp and dp");
@@ -239,11 +350,10 @@ py::object plan(py::handle Model, py::kwargs KW) {
   }
   if (!Failed.empty())
     throw RidgeError(Failed);
-  std::string Text;
-  llvm::raw_string_ostream OS(Text);
-  printPlan(R, C, OS);
-  OS.flush();
-  return py::module_::import("json").attr("loads")(Text);
+  if (!C.ReportPath.empty())
+    if (llvm::Error E = writePlanHtml(R, C, Src->path(), C.ReportPath))
+      throw RidgeError(llvm::toString(std::move(E)));
+  return printedJson([&](llvm::raw_ostream &OS) { printPlan(R, C, OS); });
 }
 
 py::list devices(py::kwargs KW) {
@@ -280,10 +390,14 @@ PYBIND11_MODULE(_ridge, m) {
         "path or the model's bytes. options: dims={'batch': 8}, input_shapes={'x': [1, 3, "
         "224, 224]}, device='A100-SXM4-80GB', device_file=, dtype='bf16', optimizer=, "
         "recompute=, inference=True, time_model='kernels'|'roofline', tf32=, no_overlap=, "
-        "strict=, freeze_constants=, trip_count=, trainable_inputs=[...], shape_inference=");
+        "strict=, freeze_constants=, trip_count=, trainable_inputs=[...], shape_inference=; "
+        "prompt=P, context=C, batch=B, sweep=, batch_dim= (`--prompt/--context`); files: "
+        "report='x.html', annotate='x.onnx', roofline='x.svg'");
   m.def("plan", &plan, py::arg("model"),
         "plan(model, devices=N, global_batch=B, **options) -> dict: `ridge plan ... --format "
         "json`. options as analyze's, and micro_batch, tp, pp, dp, interleave, zero, "
-        "sequence_parallel, max_tp, devices_per_node, show, batch_dim");
+        "sequence_parallel, max_tp, devices_per_node, show, batch_dim, report='x.html'; "
+        "inference=True (or prompt=/context=): `ridge plan --inference`, with batch=, "
+        "objective='latency'|'throughput', tp, pp, max_tp");
   m.def("devices", &devices, "devices(device_file=None) -> list of dicts: the device files");
 }

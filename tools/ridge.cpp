@@ -522,22 +522,6 @@ static ServingOptions servingOptions() {
   return SO;
 }
 
-/// Loads Src with the serving pass's dim bindings added to the user's, at
-/// a batch (0: the one the user's bindings give); Who names the batch's
-/// setter in messages.
-static ServingLoadFn servingLoader(const ModelSource &Src, const LoadOptions &LO,
-                                   const char *Who) {
-  return [&Src, LO, Who](const std::vector<std::pair<std::string, int64_t>> &Bind,
-                         int64_t Batch, DiagnosticEngine &D) {
-    LoadOptions Mine = LO;
-    Mine.Timer = nullptr;
-    Mine.DimBindings.insert(Mine.DimBindings.end(), Bind.begin(), Bind.end());
-    if (!Batch)
-      return Src.load(Mine, D);
-    return loadModelAtBatch(Src, Mine, PlanBatchDim, Batch, D, Who);
-  };
-}
-
 /// `ridge analyze --prompt/--context`: the model loaded at the prefill and
 /// decode dims (and the sweep's batches), each pass analyzed forward-only.
 static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
@@ -558,7 +542,7 @@ static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
-  auto R = analyzeServing(servingLoader(**Src, LO, "analyze --batch"), C, SO, Diags);
+  auto R = analyzeServing(servingLoader(**Src, LO, PlanBatchDim, "analyze --batch"), C, SO, Diags);
   Diags.flush(llvm::errs());
   if (!R)
     return fail(R.takeError());
@@ -591,7 +575,7 @@ static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEn
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
-  auto R = planInference(servingLoader(**Src, LO, "plan --inference --batch"), C, SO, PO,
+  auto R = planInference(servingLoader(**Src, LO, PlanBatchDim, "plan --inference --batch"), C, SO, PO,
                          Diags);
   Diags.flush(llvm::errs());
   if (!R)

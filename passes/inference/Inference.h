@@ -13,6 +13,7 @@
 #define RIDGE_PASSES_INFERENCE_INFERENCE_H
 
 #include "analyzer/Diagnostics.h"
+#include "analyzer/onnx/Loader.h"
 #include "passes/cost/CostModel.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include <array>
@@ -141,6 +142,13 @@ struct ServingResult {
 using ServingLoadFn = std::function<llvm::Expected<std::unique_ptr<Model>>(
     const std::vector<std::pair<std::string, int64_t>> &Bindings, int64_t Batch,
     DiagnosticEngine &Diags)>;
+
+/// Loads Src with the serving pass's bindings added to Opts' own, at a
+/// batch (0: the one Opts' bindings give) bound as loadModelAtBatch binds
+/// it (BatchDim: the --batch-dim names, "" for the default); Who names the
+/// batch's setter in messages ("analyze --batch").
+ServingLoadFn servingLoader(const ModelSource &Src, const LoadOptions &Opts,
+                            std::string BatchDim, std::string Who);
 
 /// What a serving pass binds, found on the graph at the user's bindings:
 /// the KV cache's past-length symbol and the new tokens' sequence symbol

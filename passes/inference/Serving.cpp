@@ -264,3 +264,17 @@ llvm::Expected<ServingResult> ridge::analyzeServing(const ServingLoadFn &Load,
   }
   return R;
 }
+
+ServingLoadFn ridge::servingLoader(const ModelSource &Src, const LoadOptions &Opts,
+                                   std::string BatchDim, std::string Who) {
+  return [&Src, Opts, BatchDim = std::move(BatchDim), Who = std::move(Who)](
+             const std::vector<std::pair<std::string, int64_t>> &Bind, int64_t Batch,
+             DiagnosticEngine &D) {
+    LoadOptions Mine = Opts;
+    Mine.Timer = nullptr;
+    Mine.DimBindings.insert(Mine.DimBindings.end(), Bind.begin(), Bind.end());
+    if (!Batch)
+      return Src.load(Mine, D);
+    return loadModelAtBatch(Src, Mine, BatchDim, Batch, D, Who);
+  };
+}

@@ -713,13 +713,28 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
     printText(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, Cfg);
     break;
   }
+  if (!Doc && (!Cfg.Budgets.empty() || !Cfg.AnnotatePath.empty() || !Cfg.ReportPath.empty()))
+    Doc = jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+  if (llvm::Error E = writeAnalyzeFiles(M, AM, Doc ? &*Doc : nullptr))
+    return E;
+  if (Cfg.Budgets.empty())
+    return llvm::Error::success();
+  return checkBudgets(Cfg.Budgets, *Doc, nullptr, M.Path);
+}
+
+llvm::Error ridge::writeAnalyzeFiles(Model &M, AnalysisManager &AM, const llvm::json::Value *Doc) {
+  auto In = reportInputs(AM);
+  if (!In)
+    return In.takeError();
+  const Config &Cfg = AM.config();
   if (!Cfg.RooflinePath.empty())
     if (llvm::Error E = writeRooflineChart(Cfg.RooflinePath, M, *In->C, *In->RL, Cfg))
       return E;
-  if (Cfg.Budgets.empty() && Cfg.AnnotatePath.empty() && Cfg.ReportPath.empty())
+  if (Cfg.AnnotatePath.empty() && Cfg.ReportPath.empty())
     return llvm::Error::success();
+  std::optional<llvm::json::Value> Own;
   if (!Doc)
-    Doc = jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+    Doc = &Own.emplace(jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM));
   if (!Cfg.ReportPath.empty()) {
     std::string Svg, Page;
     llvm::raw_string_ostream SOS(Svg), POS(Page);
@@ -732,5 +747,5 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
     if (llvm::Error E =
             writeModelAnnotations(Cfg.AnnotatePath, M, *In->C, *In->RL, *Doc, AM.diags()))
       return E;
-  return checkBudgets(Cfg.Budgets, *Doc, nullptr, M.Path);
+  return llvm::Error::success();
 }

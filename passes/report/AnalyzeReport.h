@@ -16,6 +16,12 @@ RIDGE_DECLARE_PASS(ReportPass)
 /// `ridge diff` and the budgets read.
 llvm::Expected<llvm::json::Value> analyzeDocument(Model &M, AnalysisManager &AM);
 
+/// The files analyze writes beside its report, as AM's Config asks:
+/// --roofline's chart, --report's page, --annotate's model. Doc is M's
+/// analyze document when the caller has it (else it is built here).
+llvm::Error writeAnalyzeFiles(Model &M, AnalysisManager &AM,
+                              const llvm::json::Value *Doc = nullptr);
+
 } // namespace ridge
 
 #endif

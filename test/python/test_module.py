@@ -79,8 +79,8 @@ def test_errors_carry_the_cli_message():
         ridge.analyze(missing)
     with pytest.raises(ridge.Error, match="not an ONNX model|not a valid ONNX protobuf|empty"):
         ridge.analyze(b"")
-    with pytest.raises(ridge.Error, match="unknown option 'batch'"):
-        ridge.analyze(MLP, batch=3)
+    with pytest.raises(ridge.Error, match="unknown option 'btach'"):
+        ridge.analyze(MLP, btach=3)
     with pytest.raises(ridge.Error, match="dtype='int8': expected a floating-point type"):
         ridge.analyze(MLP, dtype="int8")
     with pytest.raises(ridge.Error, match="unknown device 'Nope'"):
@@ -98,3 +98,50 @@ def test_torch_helper():
     # Two products: 2 * 8 * (16*32 + 32*4) = 10240 FLOPs, + biases 8*(32+4) = 288, + ReLU 256.
     assert got["totals"]["fwd"]["macs"] == 8 * (16 * 32 + 32 * 4)
     assert got["params"] == 16 * 32 + 32 + 32 * 4 + 4
+
+
+@pytest.fixture(scope="module")
+def llm(tmp_path_factory):
+    """A 2-layer Llama-style decoder with a KV cache (bench/gen_llm.py)."""
+    path = str(tmp_path_factory.mktemp("llm") / "llm.onnx")
+    subprocess.run(["/usr/bin/python3", os.path.join(SRC, "bench", "gen_llm.py"), "--layers", "2",
+                    "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--ffn", "128",
+                    "--vocab", "100", "--out", path], check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+def test_prefill_and_decode_are_the_cli_json(llm):
+    got = ridge.analyze(llm, prompt=16, context=64, batch=2)
+    assert got == cli("analyze", llm, "--prompt", "16", "--context", "64", "--batch", "2")
+    assert ridge.analyze(llm, context=64, sweep=False) == cli("analyze", llm, "--context", "64",
+                                                              "--no-sweep")
+
+
+def test_plan_inference_is_the_cli_json(llm):
+    got = ridge.plan(llm, inference=True, devices=4, context=64, objective="throughput", show=3)
+    want = cli("plan", llm, "--inference", "--devices", "4", "--context", "64",
+               "--objective", "throughput", "--show", "3")
+    assert got == want
+    with pytest.raises(ridge.Error, match="global_batch= is training's"):
+        ridge.plan(llm, inference=True, devices=2, context=64, global_batch=8)
+
+
+def test_files_beside_the_result(tmp_path):
+    page, annotated = str(tmp_path / "r.html"), str(tmp_path / "a.onnx")
+    got = ridge.analyze(MLP, dims={"batch": 32}, report=page, annotate=annotated)
+    assert got == cli("analyze", MLP, "--dim", "batch=32")
+    html = open(page, encoding="utf-8").read()
+    assert html.count("<tr") == 3 + 2 + 5 + 3  # nodes, op types, memory parts, header rows
+    import onnx
+    m = onnx.load(annotated)
+    props = {e.key: e.value for e in m.metadata_props}
+    assert float(props["ridge.step_flops"]) == got["totals"]["step_flops"]
+    plan_page = str(tmp_path / "p.html")
+    ridge.plan(WIDE, devices=8, global_batch=8192, show=3, report=plan_page)
+    assert 'id="scaling-table"' in open(plan_page, encoding="utf-8").read()
+    with pytest.raises(ridge.Error, match="expected an .html file"):
+        ridge.analyze(MLP, dims={"batch": 32}, report=str(tmp_path / "r.png"))
+    with pytest.raises(ridge.Error, match="pass its path, not its bytes"):
+        ridge.analyze(open(MLP, "rb").read(), annotate=annotated)
+    with pytest.raises(ridge.Error, match="would overwrite its input"):
+        ridge.analyze(annotated, dims={"batch": 32}, annotate=annotated)
