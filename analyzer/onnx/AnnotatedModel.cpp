@@ -163,8 +163,8 @@ public:
   /// The ModelProto in Bytes, rewritten.
   llvm::Expected<Pieces> model(StringRef Bytes) {
     Pieces Out;
+    unsigned Graphs = 0, NumGraphs = countGraphs(Bytes);
     FieldReader F(Bytes);
-    unsigned Graphs = 0;
     while (!F.done()) {
       const uint8_t *Start = F.pos();
       uint64_t Num;
@@ -180,10 +180,10 @@ public:
             Out.copy(bytesBetween(Start, F.pos()));
           continue;
         }
-        if (++Graphs > 1)
-          return fileError(InPath, "--annotate: the model has more than one graph field "
-                                   "(protobuf would merge them); cannot rewrite it");
-        auto G = graph(Sub);
+        // Protobuf merges a graph given twice (its repeated fields
+        // concatenated): each is rewritten in place, the value_info added to
+        // the last, so that the merge reads as one annotated graph.
+        auto G = graph(Sub, ++Graphs == NumGraphs);
         if (!G)
           return G.takeError();
         std::string Prefix;
@@ -208,6 +208,7 @@ public:
   AnnotateStats Stats;
 
 private:
+  size_t NodeIndex = 0; ///< across graph fields, as protobuf's merge counts
   const ModelAnnotations &A;
   StringRef InPath;
   llvm::StringSet<> Annotated;
@@ -224,9 +225,23 @@ private:
     return Key && Key->starts_with(A.Prefix);
   }
 
-  llvm::Expected<Pieces> graph(StringRef Bytes) {
+  /// The model's graph fields (framing checked by model()).
+  static unsigned countGraphs(StringRef Bytes) {
+    unsigned N = 0;
+    FieldReader F(Bytes);
+    while (!F.done()) {
+      uint64_t Num;
+      unsigned Wire;
+      if (!F.next(Num, Wire) || !F.skip(Wire))
+        break;
+      N += Num == fields::ModelGraph && Wire == LengthDelim;
+    }
+    return N;
+  }
+
+  /// A graph field's contents rewritten; Last: the value_info goes here.
+  llvm::Expected<Pieces> graph(StringRef Bytes, bool Last) {
     Pieces Out;
-    size_t NodeIndex = 0;
     FieldReader F(Bytes);
     while (!F.done()) {
       const uint8_t *Start = F.pos();
@@ -261,6 +276,8 @@ private:
       }
       Out.own(retyped(Sub, It->second));
     }
+    if (!Last)
+      return Out;
     std::string Infos;
     for (const auto &[Name, T] : A.ValueInfos) {
       std::string VI;
@@ -363,8 +380,19 @@ llvm::Expected<AnnotateStats> ridge::writeAnnotatedModel(StringRef InPath, Strin
   if (Error E = modelAsBinary(InPath, (*Buf)->getBuffer(), Serialized, Binary))
     return E;
   StringRef Input = Binary ? (*Buf)->getBuffer() : StringRef(Serialized);
-  Rewriter R(A, InPath);
-  auto Out = R.model(Input);
+  std::optional<Rewriter> R(std::in_place, A, InPath);
+  auto Out = R->model(Input);
+  if (!Out && Binary) {
+    // Framing protobuf reads but the field reader does not (a key past 32
+    // bits): rewrite what protobuf parses of it instead.
+    llvm::consumeError(Out.takeError());
+    if (Error E = reserializeModel(InPath, Input, Serialized))
+      return E;
+    Binary = false;
+    Input = Serialized;
+    R.emplace(A, InPath);
+    Out = R->model(Input);
+  }
   if (!Out)
     return Out.takeError();
 
@@ -401,6 +429,6 @@ llvm::Expected<AnnotateStats> ridge::writeAnnotatedModel(StringRef InPath, Strin
   }
   if (std::error_code EC = llvm::sys::fs::rename(Tmp, OutPath))
     return Discard(fileError(OutPath, "cannot write: " + EC.message()));
-  R.Stats.BytesCopied = Out->copied();
-  return R.Stats;
+  R->Stats.BytesCopied = Out->copied();
+  return R->Stats;
 }

@@ -73,7 +73,7 @@ llvm::Error checkAnnotateTarget(llvm::StringRef InPath, llvm::StringRef OutPath)
 /// Writes InPath annotated with A to OutPath (through a temporary file in
 /// OutPath's folder, renamed into place). Errors, each naming the file:
 /// OutPath is InPath; InPath is "-"; the input cannot be read or is not a
-/// ModelProto with one graph; OutPath cannot be written.
+/// ModelProto with a graph; OutPath cannot be written.
 llvm::Expected<AnnotateStats> writeAnnotatedModel(llvm::StringRef InPath,
                                                   llvm::StringRef OutPath,
                                                   const ModelAnnotations &A);

@@ -795,6 +795,18 @@ llvm::Error ridge::modelAsBinary(llvm::StringRef Path, llvm::StringRef Bytes, st
   return Error::success();
 }
 
+llvm::Error ridge::reserializeModel(llvm::StringRef Path, llvm::StringRef Bytes,
+                                   std::string &Out) {
+  if (Bytes.size() > (size_t(1) << 31) - 1)
+    return fileError(Path, "not valid ONNX protobuf framing, and too large (over 2 GiB) "
+                           "for protobuf to read it");
+  onnx::ModelProto Proto;
+  if (!Proto.ParseFromArray(Bytes.data(), int(Bytes.size())))
+    return fileError(Path, "not a valid ONNX protobuf (ModelProto failed to parse)");
+  Out = Proto.SerializeAsString();
+  return Error::success();
+}
+
 llvm::Expected<std::pair<std::string, int64_t>>
 ridge::parseDimBinding(llvm::StringRef S) {
   auto [Name, Num] = S.split('=');

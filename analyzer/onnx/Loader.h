@@ -94,6 +94,12 @@ loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts, llvm::StringRe
 llvm::Error modelAsBinary(llvm::StringRef Path, llvm::StringRef Bytes, std::string &Out,
                           bool &Binary);
 
+/// The binary model in Bytes as protobuf parses it, serialized again into
+/// Out: the canonical form of a file whose framing protobuf reads more
+/// leniently than ridge's wire reader (a key varint past 32 bits, which it
+/// truncates). Payloads included: for such files only. Errors name Path.
+llvm::Error reserializeModel(llvm::StringRef Path, llvm::StringRef Bytes, std::string &Out);
+
 /// Parses "NAME=N" for --dim.
 llvm::Expected<std::pair<std::string, int64_t>> parseDimBinding(llvm::StringRef S);
 /// Parses "NAME=1x3x224x224" for --input-shape.

@@ -3,7 +3,8 @@
 // Feeds each input to ridge::loadModel as a file named by
 // RIDGE_FUZZ_EXTENSION: ".onnx" (decoded in place, or the lean reader and
 // protobuf) or ".onnxtxt" (ONNX's text parser); then the importer, shape
-// inference and the IR printer. CMake builds it once per extension. Binary
+// inference and the IR printer, and --annotate's rewrite of what loaded
+// (checkAnnotatedCopy). CMake builds it once per extension. Binary
 // inputs are also decoded both ways and must agree (see
 // checkDecoderAgainstProtobuf).
 // A returned llvm::Error is a correct rejection; a crash, a sanitizer report,
@@ -23,6 +24,7 @@
 // fuzz ridge's own code past inputs that crash ONNX 1.12's inference functions.
 //
 //===----------------------------------------------------------------------===//
+#include "analyzer/onnx/AnnotatedModel.h"
 #include "analyzer/onnx/Importer.h"
 #include "analyzer/onnx/LeanReader.h"
 #include "analyzer/onnx/Loader.h"
@@ -118,6 +120,53 @@ void checkDecoderAgainstProtobuf(const uint8_t *Data, size_t Size) {
   }
 }
 
+/// --annotate's rewrite of a model the loader accepted: props on every node
+/// and a value_info for every value of known rank. The copy must parse with
+/// protobuf and load to as many nodes as the input (else a finding).
+void checkAnnotatedCopy(const ridge::Model &M) {
+  ridge::ModelAnnotations A;
+  A.ModelProps = {{"ridge.fuzz", "1"}};
+  for (const auto &N : M.Main->Nodes) {
+    std::string Key = "name:" + N->Name;
+    for (const ridge::Value *V : N->Outputs)
+      if (V) {
+        Key = V->Name;
+        break;
+      }
+    A.NodeProps[Key] = {{"ridge.seconds", "1e-06"}, {"ridge.bound", "memory"}};
+  }
+  for (const ridge::Value &V : M.Main->Values)
+    if (V.Shp && V.Kind == ridge::ValueKind::Intermediate && !V.IsGraphOutput) {
+      ridge::AnnotatedType T;
+      T.ElemType = int32_t(V.Elem);
+      for (const ridge::Dim &D : V.Shp->Dims)
+        T.Dims.push_back({D.extent(), D.isSymbolic() ? D.str() : ""});
+      A.ValueInfos.emplace_back(V.Name, std::move(T));
+    }
+  std::string Out = Dir + "/annotated.onnx";
+  auto Stats = ridge::writeAnnotatedModel(ModelPath, Out, A);
+  if (!Stats) {
+    std::fprintf(stderr, "the loader accepted the model, --annotate refused it: %s\n",
+                 llvm::toString(Stats.takeError()).c_str());
+    std::abort();
+  }
+  ridge::LoadOptions Opts;
+  Opts.InferShapes = false;
+  ridge::DiagnosticEngine Diags;
+  auto Again = ridge::loadModel(Out, Opts, Diags);
+  ::unlink(Out.c_str());
+  if (!Again) {
+    std::fprintf(stderr, "the annotated copy does not load: %s\n",
+                 llvm::toString(Again.takeError()).c_str());
+    std::abort();
+  }
+  if ((*Again)->Main->Nodes.size() != M.Main->Nodes.size()) {
+    std::fprintf(stderr, "the annotated copy has %zu nodes, the input %zu\n",
+                 (*Again)->Main->Nodes.size(), M.Main->Nodes.size());
+    std::abort();
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
 #ifdef RIDGE_FUZZ_BYTES
   // The Python module's bytes input: ModelSource::openBuffer on a copy of
@@ -157,5 +206,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     return 0;
   }
   ridge::printModel(**M, llvm::nulls());
+  checkAnnotatedCopy(**M);
   return 0;
 }
