@@ -154,7 +154,11 @@ def build(args):
 
     # Causal mask: a bool [S,S] lower triangle, built from a ConstantOfShape
     # + Trilu (two tiny nodes) or stored inline (S*S bytes).
-    if args.mask == "trilu":
+    if args.mask == "input":
+        # An additive float mask the caller passes (HF's extended attention
+        # mask, [B,1,S,S], 0 or finfo.min): a graph input every layer reads.
+        causal = "attention_mask"
+    elif args.mask == "trilu":
         ss = b.ints("shape_ss", [s, s])
         ones = b.op("ConstantOfShape", [ss], name="mask_ones",
                     value=helper.make_tensor("one", TensorProto.BOOL, [1], [True]))
@@ -163,6 +167,16 @@ def build(args):
         causal = "causal_mask"
         raw = b"".join(b"\x01" * (i + 1) + b"\x00" * (s - i - 1) for i in range(s))
         b.inits.append(helper.make_tensor(causal, TensorProto.BOOL, [s, s], raw, raw=True))
+
+    split_half = b.ints("split_half", [d // 2, d // 2])
+
+    def rotate(x, prefix):  # x: [B,S,A,D]; cos, sin: [S,D] broadcast as [S,1,D]
+        x1, x2 = b.op("Split", [x, split_half], name=prefix + ".split", outputs=2, axis=-1)
+        neg = b.op("Neg", [x2], name=prefix + ".neg")
+        rot = b.op("Concat", [neg, x1], name=prefix + ".concat", axis=-1)
+        xc = b.op("Mul", [x, "rope_cos"], name=prefix + ".cos")
+        rs = b.op("Mul", [rot, "rope_sin"], name=prefix + ".sin")
+        return b.op("Add", [xc, rs], name=prefix + ".add")
 
     wte = b.weight("wte", [V, h])
     wpe = b.weight("wpe", [s, h])
@@ -181,12 +195,19 @@ def build(args):
         q = b.op("Reshape", [q, shape_heads], name=p + ".attn.q_reshape")
         k = b.op("Reshape", [k, shape_heads], name=p + ".attn.k_reshape")
         v = b.op("Reshape", [v, shape_heads], name=p + ".attn.v_reshape")
+        if args.rotary:
+            # Rotary position embedding with cos/sin tables [S,D] the caller
+            # passes (graph inputs every layer reads): x*cos + rotate_half(x)*sin.
+            q, k = rotate(q, p + ".attn.q_rope"), rotate(k, p + ".attn.k_rope")
         q = b.op("Transpose", [q], name=p + ".attn.q_t", perm=[0, 2, 1, 3])   # [B,A,S,D]
         k = b.op("Transpose", [k], name=p + ".attn.k_t", perm=[0, 2, 3, 1])   # [B,A,D,S]
         v = b.op("Transpose", [v], name=p + ".attn.v_t", perm=[0, 2, 1, 3])   # [B,A,S,D]
         sc = b.op("MatMul", [q, k], name=p + ".attn.scores")                  # [B,A,S,S]
         sc = b.op("Mul", [sc, scale], name=p + ".attn.scale")
-        sc = b.op("Where", [causal, sc, lowest], name=p + ".attn.mask")
+        if args.mask == "input":
+            sc = b.op("Add", [sc, causal], name=p + ".attn.mask")
+        else:
+            sc = b.op("Where", [causal, sc, lowest], name=p + ".attn.mask")
         pr = b.op("Softmax", [sc], name=p + ".attn.softmax", axis=-1)
         ctx = b.op("MatMul", [pr, v], name=p + ".attn.context")               # [B,A,S,D]
         ctx = b.op("Transpose", [ctx], name=p + ".attn.ctx_t", perm=[0, 2, 1, 3])
@@ -213,9 +234,15 @@ def build(args):
 
     batch = args.batch if args.batch == "batch" else int(args.batch)
     inp = helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, s])
+    inputs = [inp]
+    if args.mask == "input":
+        inputs.append(helper.make_tensor_value_info("attention_mask", b.elem, [batch, 1, s, s]))
+    if args.rotary:
+        for name in ("rope_cos", "rope_sin"):
+            inputs.append(helper.make_tensor_value_info(name, b.elem, [s, 1, d]))
     out = helper.make_tensor_value_info("logits", b.elem, [batch, s, V])
     graph = helper.make_graph(b.nodes, "gpt_l%d_h%d_a%d_s%d_v%d" % (l, h, a, s, V),
-                              [inp], [out], initializer=b.inits)
+                              inputs, [out], initializer=b.inits)
     model = helper.make_model(graph, producer_name="ridge-bench-gen_gpt",
                               opset_imports=[helper.make_opsetid("", args.opset)])
     # Pin the IR version so older runtimes/checkers accept it (opset 17 -> IR 8).
@@ -326,9 +353,13 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="float")
     ap.add_argument("--opset", type=int, default=17)
-    ap.add_argument("--mask", choices=["bool", "trilu"], default="bool",
-                    help="causal mask: inline bool [S,S] initializer (default) or "
-                         "ConstantOfShape+Trilu nodes (no S*S bytes in the file)")
+    ap.add_argument("--rotary", action="store_true",
+                    help="rotary position embedding on q and k, its cos/sin tables [S,1,D] "
+                         "graph inputs (as HF exports pass them)")
+    ap.add_argument("--mask", choices=["bool", "trilu", "input"], default="bool",
+                    help="causal mask: inline bool [S,S] initializer (default), "
+                         "ConstantOfShape+Trilu nodes (no S*S bytes in the file), or an "
+                         "additive float graph input attention_mask [B,1,S,S]")
     ap.add_argument("--no-final-ln", action="store_true",
                     help="omit the final LayerNorm (then params == the formula exactly)")
     ap.add_argument("--check", action="store_true",
