@@ -102,7 +102,7 @@ std::string formatNumber(double V) {
   return Buf;
 }
 
-enum class Range { Positive, NonNegative, Fraction };
+enum class Range { Positive, NonNegative, Fraction, Share };
 
 /// A double of the Device with its dotted key and valid range.
 struct NumField {
@@ -227,6 +227,10 @@ template <> struct ScalarTraits<NumField> {
     case Range::Fraction:
       if (!(V > 0 && V <= 1))
         F.Msg = formatv("{0}: must be in (0, 1], got {1}", F.Path, S).str();
+      break;
+    case Range::Share:
+      if (!(V >= 0 && V < 1))
+        F.Msg = formatv("{0}: must be in [0, 1), got {1}", F.Path, S).str();
       break;
     }
     if (!F.Msg.empty())
@@ -435,12 +439,23 @@ template <> struct MappingTraits<PeakSection> {
 
 template <> struct MappingTraits<MemorySection> {
   static void mapping(IO &Io, MemorySection &M) {
-    enterSection(Io, "memory", "bandwidth, capacity");
+    enterSection(Io, "memory",
+                 "bandwidth, capacity, reserve, collective_buffers, fragmentation");
     M.Seen = true;
     NumField Bw(&M.D->MemBandwidth, "memory.bandwidth", Range::Positive);
     NumField Cap(&M.D->MemCapacity, "memory.capacity", Range::Positive);
+    NumField Reserve(&M.D->MemReserve, "memory.reserve", Range::NonNegative);
+    NumField Coll(&M.D->MemCollectiveBuffers, "memory.collective_buffers",
+                  Range::NonNegative);
+    NumField Frag(&M.D->MemFragmentation, "memory.fragmentation", Range::Share);
     mapValue(Io, "bandwidth", Bw.Path, Bw);
     mapValue(Io, "capacity", Cap.Path, Cap);
+    if (!Io.outputting() || M.D->MemReserve >= 0)
+      mapValue(Io, "reserve", Reserve.Path, Reserve);
+    if (!Io.outputting() || M.D->MemCollectiveBuffers >= 0)
+      mapValue(Io, "collective_buffers", Coll.Path, Coll);
+    if (!Io.outputting() || M.D->MemFragmentation >= 0)
+      mapValue(Io, "fragmentation", Frag.Path, Frag);
     require(Io, Bw.Seen, Bw.Path);
     require(Io, Cap.Seen, Cap.Path);
   }
@@ -687,8 +702,55 @@ llvm::Expected<Device> ridge::parseDevice(StringRef Text, StringRef FileName) {
   if (State.EmptyDocument)
     return fileError(FileName, "empty device description: expected a mapping "
                                "with name, kind, peak_flops and memory");
+  // The reserve: the file's, else the kind's defaults.
+  ReserveDefaults Def = reserveDefaults(D.Kind);
+  // A default never takes more than a tenth of a small device (the parts
+  // are what a large training job loads; an explicit value is taken as is).
+  if (D.MemReserve < 0)
+    D.MemReserve = std::min(Def.Context + Def.Workspaces, 0.1 * D.MemCapacity);
+  if (D.MemCollectiveBuffers < 0)
+    D.MemCollectiveBuffers = std::min(Def.Collectives, 0.05 * D.MemCapacity);
+  if (D.MemFragmentation < 0)
+    D.MemFragmentation = Def.Fragmentation;
+  if (llvm::Error E = checkReserve(D))
+    return fileError(FileName, llvm::toString(std::move(E)));
   D.SourcePath = FileName.str();
   return D;
+}
+
+llvm::Error ridge::checkReserve(const Device &D) {
+  if (D.withReserve(0, /*Communicates=*/true) < D.MemCapacity)
+    return llvm::Error::success();
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      formatv("the memory reserve ({0:F2} GB: runtime {1:F2} + collective buffers {2:F2}) "
+              "leaves nothing of {3}'s {4:F2} GB",
+              D.withReserve(0, true) / 1e9, D.MemReserve / 1e9, D.MemCollectiveBuffers / 1e9,
+              D.Name, D.MemCapacity / 1e9)
+          .str());
+}
+
+ReserveDefaults ridge::reserveDefaults(StringRef Kind) {
+  ReserveDefaults R;
+  if (Kind != "gpu")
+    return R; // TPU runtimes and host processes: no reserve modeled
+  // The CUDA context with the kernels a training job loads: PyTorch measured
+  // 287 MB with lazy module loading and 667 MB eager for torch alone
+  // (pytorch/pytorch#86509); cuBLAS, cuDNN and NCCL load theirs on top.
+  // Assumption: 0.75 GB.
+  R.Context = 0.75e9;
+  // Library workspaces: cuBLAS 8 x 4 MiB per handle and stream (PyTorch's
+  // CUBLAS_WORKSPACE_CONFIG default ":4096:8"), cuBLASLt's, cuDNN's for
+  // convolutions. Assumption: 0.25 GB.
+  R.Workspaces = 0.25e9;
+  // NCCL's buffers: NCCL_BUFFSIZE (4 MiB) per channel and peer, for each
+  // protocol, in each communicator (tensor, data, pipeline groups).
+  // Assumption: 0.5 GB, charged only when the job communicates.
+  R.Collectives = 0.5e9;
+  // The caching allocator's fragmentation (blocks reserved but not usable
+  // for the next request). Assumption: 5% of the bytes allocated.
+  R.Fragmentation = 0.05;
+  return R;
 }
 
 llvm::Expected<Device> ridge::loadDeviceFile(StringRef Path) {

@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,6 +44,19 @@ struct EfficiencyCurve {
   }
 };
 
+/// The reserve of a device kind whose file gives none ("gpu": see
+/// Device.cpp for the parts and their sources; "tpu" and "cpu": none
+/// modeled).
+struct ReserveDefaults {
+  double Context = 0, Workspaces = 0, Collectives = 0, Fragmentation = 0;
+};
+ReserveDefaults reserveDefaults(llvm::StringRef Kind);
+
+struct Device;
+/// An error (naming D) when D's reserve and collective buffers take all of
+/// its memory.
+llvm::Error checkReserve(const Device &D);
+
 struct Device {
   std::string Name;
   std::vector<std::string> Aliases;
@@ -54,6 +68,20 @@ struct Device {
   double Tf32Flops = 0; ///< peak_flops.tf32; DType has no TF32. 0: unsupported
   double TranscendentalsPerS = 0; ///< 0: not given
   double MemBandwidth = 0, MemCapacity = 0;
+  /// What a running job holds beside its tensors, per device: the runtime's
+  /// context, loaded kernels and library workspaces (memory.reserve, bytes),
+  /// the collective library's buffers when it communicates
+  /// (memory.collective_buffers, bytes), and the caching allocator's
+  /// fragmentation (memory.fragmentation, a fraction of the bytes
+  /// allocated). What the file does not give: reserveDefaults for its kind.
+  /// --memory-reserve, --collective-buffers and --fragmentation replace them.
+  double MemReserve = -1, MemCollectiveBuffers = -1, MemFragmentation = -1;
+  /// Allocated bytes of tensors as the device holds them: the reserve, the
+  /// collective buffers when Communicates, the fragmentation added.
+  double withReserve(double Allocated, bool Communicates) const {
+    return Allocated * (1 + std::max(0.0, MemFragmentation)) + std::max(0.0, MemReserve) +
+           (Communicates ? std::max(0.0, MemCollectiveBuffers) : 0.0);
+  }
   double CacheSize = 0, CacheBandwidth = 0; ///< 0: not given
   LinkSpec HostLink, IntraNode, InterNode;
   unsigned DevicesPerNode = 1;

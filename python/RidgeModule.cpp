@@ -100,6 +100,35 @@ Devices devicesFor(Options &O) {
   return D;
 }
 
+/// memory_reserve=, collective_buffers=, fragmentation=: the CLI's
+/// --memory-reserve, --collective-buffers, --fragmentation, on a copy of the
+/// chosen device (D.Dev then points to it).
+void applyReserve(const char *Fn, Options &O, Devices &D) {
+  auto Reserve = O.get<double>("memory_reserve");
+  auto Buffers = O.get<double>("collective_buffers");
+  auto Frag = O.get<double>("fragmentation");
+  if (!Reserve && !Buffers && !Frag)
+    return;
+  Device T = *D.Dev;
+  if ((Reserve && *Reserve < 0) || (Buffers && *Buffers < 0))
+    throw RidgeError(llvm::formatv("{0}: memory_reserve and collective_buffers must not be "
+                                   "negative",
+                                   Fn)
+                         .str());
+  if (Frag && !(*Frag >= 0 && *Frag < 1))
+    throw RidgeError(llvm::formatv("{0}: fragmentation must be in [0, 1)", Fn).str());
+  if (Reserve)
+    T.MemReserve = *Reserve;
+  if (Buffers)
+    T.MemCollectiveBuffers = *Buffers;
+  if (Frag)
+    T.MemFragmentation = *Frag;
+  if (llvm::Error E = checkReserve(T))
+    throw RidgeError(llvm::toString(std::move(E)));
+  D.All.push_back(std::move(T)); // D.Dev may dangle now: it is set below
+  D.Dev = &D.All.back();
+}
+
 /// dims, input_shapes, shape_inference: the load options.
 LoadOptions loadOptions(Options &O) {
   LoadOptions LO;
@@ -231,6 +260,7 @@ void outputFiles(const char *Fn, Options &O, py::handle Model, Config &C, bool A
 py::object analyze(py::handle Model, py::kwargs KW) {
   Options O("analyze", std::move(KW));
   Devices D = devicesFor(O);
+  applyReserve("analyze", O, D);
   LoadOptions LO = loadOptions(O);
   Config C = config("analyze", O, D.Dev, /*Plan=*/false);
   ServingOptions SO = servingOptions(O);
@@ -306,6 +336,7 @@ py::object planServing(py::handle Model, Options &O, const LoadOptions &LO, Conf
 py::object plan(py::handle Model, py::kwargs KW) {
   Options O("plan", std::move(KW));
   Devices D = devicesFor(O);
+  applyReserve("plan", O, D);
   LoadOptions LO = loadOptions(O);
   Config C = config("plan", O, D.Dev, /*Plan=*/true);
   if (C.Inference || O.get<int64_t>("prompt") || O.get<int64_t>("context"))

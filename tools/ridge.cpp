@@ -135,6 +135,21 @@ static cl::opt<std::string> DeviceName(
 static cl::opt<std::string> DeviceFile(
     "device-file", cl::desc("Read the target device from this YAML file (see devices/README.md)"),
     cl::value_desc("PATH"), MODEL_SUBS, cl::sub(DevicesCmd), cl::cat(RidgeCat));
+static cl::opt<double> MemReserveOpt(
+    "memory-reserve",
+    cl::desc("Bytes per device the runtime holds beside the tensors (CUDA context, kernels, "
+             "library workspaces); default: the device file's, else its kind's"),
+    cl::value_desc("BYTES"), cl::init(-1), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<double> CollectiveBuffersOpt(
+    "collective-buffers",
+    cl::desc("Bytes per device of the collective library's buffers (NCCL), when a plan "
+             "communicates; default: the device file's, else its kind's"),
+    cl::value_desc("BYTES"), cl::init(-1), MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<double> FragmentationOpt(
+    "fragmentation",
+    cl::desc("Fraction of the allocated bytes the caching allocator loses to fragmentation; "
+             "default: the device file's, else its kind's"),
+    cl::value_desc("F"), cl::init(-1), MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> NoOverlap(
     "no-overlap", cl::desc("Add compute and memory time per op instead of taking the larger"),
     MODEL_SUBS, cl::cat(RidgeCat));
@@ -370,6 +385,31 @@ static llvm::Expected<const Device *> selectDevice(const std::vector<Device> &De
   if (!DeviceFile.empty())
     return &Devices.front();
   return findDevice(Devices, DeviceName);
+}
+
+/// The target with --memory-reserve, --collective-buffers and
+/// --fragmentation applied; an error when they are out of range or leave
+/// nothing of its memory.
+static llvm::Expected<Device> withReserveOptions(const Device &D) {
+  Device T = D;
+  if (MemReserveOpt.getNumOccurrences()) {
+    if (MemReserveOpt < 0)
+      return usageError("--memory-reserve must not be negative");
+    T.MemReserve = MemReserveOpt;
+  }
+  if (CollectiveBuffersOpt.getNumOccurrences()) {
+    if (CollectiveBuffersOpt < 0)
+      return usageError("--collective-buffers must not be negative");
+    T.MemCollectiveBuffers = CollectiveBuffersOpt;
+  }
+  if (FragmentationOpt.getNumOccurrences()) {
+    if (!(FragmentationOpt >= 0 && FragmentationOpt < 1))
+      return usageError("--fragmentation must be in [0, 1)");
+    T.MemFragmentation = FragmentationOpt;
+  }
+  if (llvm::Error E = checkReserve(T))
+    return usageError(llvm::toString(std::move(E)));
+  return T;
 }
 
 /// --dim, --input-shape and --no-shape-inference.
@@ -702,9 +742,12 @@ int main(int argc, char **argv) {
   auto Dev = selectDevice(*Devices);
   if (!Dev)
     return fail(Dev.takeError());
+  auto Target = withReserveOptions(**Dev);
+  if (!Target)
+    return fail(Target.takeError());
   if (!PrintCmd && !AnalyzeCmd && !RunCmd && !PlanCmd && !DiffCmd) {
     llvm::errs() << "ridge: error: no subcommand given (try 'ridge --help')\n";
     return 1;
   }
-  return runModelCommand(*Dev);
+  return runModelCommand(&*Target);
 }

@@ -201,8 +201,9 @@ struct InferencePlanEval {
   double TPSeconds = 0;         ///< tensor-parallel all-reduces per pass
   double P2PSeconds = 0;        ///< sends between stages per pass
   double TokensPerSecond = 0;   ///< all replicas, p batches in flight each
-  double MemoryBytes = 0;       ///< the fullest device
+  double MemoryBytes = 0;       ///< the fullest device, its reserve included
   double WeightBytes = 0, KVCacheBytes = 0, ActivationBytes = 0; ///< on it
+  double ReserveBytes = 0;      ///< Device::withReserve's part of MemoryBytes
   size_t Collectives = 0;       ///< all-reduces per pass
   bool TPInterNode = false;
 };

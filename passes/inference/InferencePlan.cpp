@@ -194,16 +194,20 @@ InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, uns
       E.P2PSeconds += PPLink.Bandwidth > 0 ? PPLink.Latency + Cut / PPLink.Bandwidth : 0;
     }
   }
+  // What the device holds beside the tensors (Device::withReserve).
+  E.ReserveBytes = D.withReserve(E.MemoryBytes, T * P > 1) - E.MemoryBytes;
+  E.MemoryBytes += E.ReserveBytes;
   E.SlowestStageSeconds = Slowest;
   E.PassSeconds = Sum + E.P2PSeconds;
   E.TokensPerSecond = Slowest > 0 ? E.R * Prof.Batch * Prof.Tokens / Slowest : 0;
   if (E.MemoryBytes > D.MemCapacity) {
     E.Fits = false;
     E.Why = formatv("{0:F1} GB on the fullest device, {1:F1} GB over its {2:F1} GB "
-                    "(weights {3:F1} GB, KV cache {4:F1} GB, activations {5:F1} GB)",
+                    "(weights {3:F1} GB, KV cache {4:F1} GB, activations {5:F1} GB, "
+                    "reserve {6:F1} GB)",
                     E.MemoryBytes / 1e9, (E.MemoryBytes - D.MemCapacity) / 1e9,
                     D.MemCapacity / 1e9, E.WeightBytes / 1e9, E.KVCacheBytes / 1e9,
-                    E.ActivationBytes / 1e9)
+                    E.ActivationBytes / 1e9, E.ReserveBytes / 1e9)
                 .str();
   }
   return E;

@@ -623,14 +623,19 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, PlanEval &E)
       WorstParamCount = P;
     }
   }
-  E.MemoryBytes = WorstMem;
+  // What the device holds beside the tensors (Device::withReserve).
+  bool Communicates = uint64_t(PC.D) * PC.T * PC.P > 1;
+  E.ReserveBytes = Dev.withReserve(WorstMem, Communicates) - WorstMem;
+  E.MemoryBytes = WorstMem + E.ReserveBytes;
   E.ParamBytes = WorstParams;
   E.ActivationBytes = WorstAct;
-  if (WorstMem > Dev.MemCapacity) {
+  if (E.MemoryBytes > Dev.MemCapacity) {
     E.Fits = false;
-    E.Why = formatv("needs {0:F1} GB per device (parameters and optimizer {1:F1}, "
-                    "activations {2:F1}) of {3:F0} GB",
-                    WorstMem / 1e9, WorstParams / 1e9, WorstAct / 1e9, Dev.MemCapacity / 1e9);
+    E.Why = formatv("needs {0:F1} GB per device, {1:F1} GB over its {2:F0} GB (parameters "
+                    "and optimizer {3:F1}, activations {4:F1}, reserve {5:F1})",
+                    E.MemoryBytes / 1e9, (E.MemoryBytes - Dev.MemCapacity) / 1e9,
+                    Dev.MemCapacity / 1e9, WorstParams / 1e9, WorstAct / 1e9,
+                    E.ReserveBytes / 1e9);
   }
   return WorstParamCount;
 }

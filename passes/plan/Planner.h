@@ -83,8 +83,11 @@ struct PlanEval {
   double TiedSyncSeconds = 0;
   double OptimizerSeconds = 0, FeedExposedSeconds = 0;
   double Bubble = 0;          ///< fraction of the pipeline time
-  double MemoryBytes = 0;     ///< the fullest device
+  double MemoryBytes = 0;     ///< the fullest device, its reserve included
   double ParamBytes = 0, ActivationBytes = 0;
+  /// The reserve on it: Device::withReserve's runtime, collective buffers
+  /// (when the configuration communicates) and fragmentation.
+  double ReserveBytes = 0;
   double ModelFlops = 0;      ///< forward + backward per step (no recomputation)
   double MatrixFlops = 0;     ///< 2*MACs of forward, backward and recomputation
   double MFU = 0;

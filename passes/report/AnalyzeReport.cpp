@@ -151,6 +151,19 @@ std::vector<T> topByKey(const std::vector<T> &Items, KeyFn Key, size_t Limit) {
   return Out;
 }
 
+/// Whether Bytes of tensors fit one device with its runtime reserve and
+/// fragmentation (Device::withReserve; one device: no collective buffers).
+bool fitsDevice(double Bytes, const Device &D) {
+  return D.withReserve(Bytes, /*Communicates=*/false) <= D.MemCapacity;
+}
+
+std::string fitText(double Bytes, const Device &D) {
+  return formatv(" ({0} {1}: {2} less a {3} runtime reserve and {4:P0} fragmentation)",
+                 fitsDevice(Bytes, D) ? "fits" : "DOES NOT FIT", D.Name,
+                 siNumber(D.MemCapacity, "B"), siNumber(D.MemReserve, "B"), D.MemFragmentation)
+      .str();
+}
+
 /// A modeled node that moves and computes nothing (a Constant, a view, a
 /// Shape): the text table folds these into one line.
 bool costsNothing(const NodeCost &NC) {
@@ -318,7 +331,7 @@ llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, cons
                           {"memory_bound_share",
                            RL.stepSeconds() > 0 ? RL.MemoryBoundSeconds / RL.stepSeconds() : 0.0},
                           {"mfu", RL.MFU}}},
-      {"memory_fits", (Inf ? Inf->totalBytes() : T.totalBytes()) <= RL.Dev->MemCapacity},
+      {"memory_fits", fitsDevice(Inf ? Inf->totalBytes() : T.totalBytes(), *RL.Dev)},
       {"fusion",
        llvm::json::Object{{"groups", int64_t(F.Groups.size())},
                           {"fused_ops", int64_t(F.FusedOps)},
@@ -426,9 +439,7 @@ void printTrainingMemory(const TrainingStepResult &T, const Device &D, llvm::raw
   OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
      << siNumber(T.OptimizerStateBytes, "B") << " + activations "
      << siNumber(T.ActivationBytes, "B") << " = " << siNumber(T.totalBytes(), "B")
-     << formatv(" ({0} {1} of {2})\n",
-                T.totalBytes() <= D.MemCapacity ? "fits" : "DOES NOT FIT", D.Name,
-                siNumber(D.MemCapacity, "B"));
+     << fitText(T.totalBytes(), D) << "\n";
 }
 
 /// Weights, the live peak and its node, the KV cache; what fits.
@@ -447,8 +458,7 @@ void printInferenceMemory(const InferenceMemoryResult &I, const Device &D,
        << (I.KVCacheKnown ? siNumber(I.KVCacheBytes, "B") : std::string("unknown"))
        << formatv(" ({0} tensor(s))", I.KV.size());
   OS << " = " << siNumber(I.totalBytes(), "B")
-     << formatv(" ({0} {1} of {2})\n", I.totalBytes() <= D.MemCapacity ? "fits" : "DOES NOT FIT",
-                D.Name, siNumber(D.MemCapacity, "B"));
+     << fitText(I.totalBytes(), D) << "\n";
   if (I.UnknownSize)
     OS << formatv("  ({0} activation(s) of unknown size not counted)\n", I.UnknownSize);
 }

@@ -517,10 +517,12 @@ void breakdown(Page &P, const Object &W, double Capacity) {
   P.tableEnd();
   double Mem = num(W, "memory_bytes");
   P.para(formatv("memory per device {0} of {1} ({2}): parameters, gradients and optimizer "
-                 "state {3}, activations {4}",
+                 "state {3}, activations {4}, reserve (runtime, collective buffers, "
+                 "fragmentation) {5}",
                  siNumber(Mem, "B"), siNumber(Capacity, "B"),
                  pct(Capacity > 0 ? Mem / Capacity : 0), siNumber(num(W, "param_bytes"), "B"),
-                 siNumber(num(W, "activation_bytes"), "B"))
+                 siNumber(num(W, "activation_bytes"), "B"),
+                 siNumber(num(W, "reserve_bytes"), "B"))
              .str());
 }
 

@@ -77,9 +77,9 @@ void printBreakdown(const PlanEval &E, llvm::raw_ostream &OS, const char *Indent
                     : std::string());
   OS << Indent
      << formatv("memory per device {0} (parameters, gradients, optimizer state {1}; "
-                "activations {2})\n",
+                "activations {2}; reserve {3})\n",
                 siNumber(E.MemoryBytes, "B"), siNumber(E.ParamBytes, "B"),
-                siNumber(E.ActivationBytes, "B"));
+                siNumber(E.ActivationBytes, "B"), siNumber(E.ReserveBytes, "B"));
 }
 
 /// Which term of the step bounds it, in the words of laws.md.
@@ -172,6 +172,7 @@ llvm::json::Object evalJson(const PlanEval &E) {
       {"memory_bytes", E.MemoryBytes},
       {"param_bytes", E.ParamBytes},
       {"activation_bytes", E.ActivationBytes},
+      {"reserve_bytes", E.ReserveBytes},
       {"model_flops", E.ModelFlops},
       {"matrix_flops", E.MatrixFlops},
       {"mfu", E.MFU},
@@ -241,6 +242,66 @@ void emit(const PlanResult &R, const PlanEval &W, const Config &Cfg, llvm::raw_o
   }
 }
 
+/// A knob of a fixed configuration the user did not give: its value in W
+/// and, when another value fits, the fastest configuration with it.
+struct ChosenKnob {
+  const char *Knob;
+  std::string Value;
+  const PlanEval *Other = nullptr; ///< the fastest with another value
+};
+
+/// The knobs --tp/--pp/--dp leave to the search, as it chose them for W
+/// (the fastest configuration that fits; R.Ranked is by step time).
+std::vector<ChosenKnob> chosenKnobs(const PlanResult &R, const PlanEval &W) {
+  std::vector<ChosenKnob> Out;
+  auto Add = [&](const char *Knob, bool Given, std::string Value, auto Same) {
+    if (Given)
+      return;
+    ChosenKnob K{Knob, std::move(Value)};
+    for (const PlanEval &E : R.Ranked)
+      if (!Same(E.C)) {
+        K.Other = &E;
+        break;
+      }
+    Out.push_back(std::move(K));
+  };
+  const PlanConfig &C = W.C;
+  Add("micro-batch", R.Opts.MicroBatch.has_value(), std::to_string(C.MicroBatch),
+      [&](const PlanConfig &X) { return X.MicroBatch == C.MicroBatch; });
+  if (C.P > 1)
+    Add("interleave", R.Opts.Interleave.has_value(), std::to_string(C.V),
+        [&](const PlanConfig &X) { return X.V == C.V; });
+  Add("recompute", R.Opts.Recomp.has_value(), recomputeName(C.Recomp),
+      [&](const PlanConfig &X) { return X.Recomp == C.Recomp; });
+  if (C.D > 1)
+    Add("zero", R.Opts.Zero.has_value(), std::to_string(C.Zero),
+        [&](const PlanConfig &X) { return X.Zero == C.Zero; });
+  if (C.T > 1)
+    Add("sequence-parallel", R.Opts.SequenceParallel.has_value(), C.SP ? "on" : "off",
+        [&](const PlanConfig &X) { return X.SP == C.SP; });
+  return Out;
+}
+
+void printChosenKnobs(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
+  std::vector<ChosenKnob> Knobs = chosenKnobs(R, W);
+  if (Knobs.empty())
+    return;
+  OS << "  chosen by the search (the fastest that fits; give the flag to fix it):\n";
+  for (const ChosenKnob &K : Knobs) {
+    if (llvm::StringRef(K.Knob) == "sequence-parallel")
+      OS << (K.Value == "on" ? "    --sequence-parallel" : "    --sequence-parallel=false");
+    else
+      OS << formatv("    --{0} {1}", K.Knob, K.Value);
+    if (K.Other)
+      OS << formatv(": the fastest with another value, {0}, takes {1} ({2})", configName(K.Other->C),
+                    ms(K.Other->StepSeconds),
+                    signedPercent(100 * (K.Other->StepSeconds / W.StepSeconds - 1)));
+    else
+      OS << ": no other value fits";
+    OS << "\n";
+  }
+}
+
 void printPlanJson(const PlanResult &R, const PlanEval *Shown, double Speedup,
                    llvm::raw_ostream &OS) {
   llvm::json::Array Top, Rejected, Scaling, Splits;
@@ -263,6 +324,9 @@ void printPlanJson(const PlanResult &R, const PlanEval *Shown, double Speedup,
       {"global_batch", R.Opts.GlobalBatch},
       {"overlap_grad_reduce", R.Opts.OverlapGradReduce},
       {"dtype", dtypeName(R.StepType)},
+      {"memory_reserve", llvm::json::Object{{"runtime", R.Dev->MemReserve},
+                                            {"collective_buffers", R.Dev->MemCollectiveBuffers},
+                                            {"fragmentation", R.Dev->MemFragmentation}}},
       {"params", R.Params},
       {"evaluated", int64_t(R.Evaluated)},
       {"rejected", std::move(Rejected)},
@@ -271,8 +335,18 @@ void printPlanJson(const PlanResult &R, const PlanEval *Shown, double Speedup,
       {"weight_splits", std::move(Splits)},
       {"scaling", std::move(Scaling)},
       {"warnings", llvm::json::Array(R.Warnings)}};
-  if (R.Fixed)
-    Doc["fixed"] = evalJson(*R.Fixed);
+  if (R.Fixed) {
+    llvm::json::Object Fixed = evalJson(*R.Fixed);
+    llvm::json::Array Chosen;
+    if (R.Fixed->Fits)
+      for (const ChosenKnob &K : chosenKnobs(R, *R.Fixed))
+        Chosen.push_back(llvm::json::Object{
+            {"knob", K.Knob},
+            {"value", K.Value},
+            {"other_fastest", K.Other ? llvm::json::Value(evalJson(*K.Other)) : nullptr}});
+    Fixed["chosen_by_search"] = std::move(Chosen);
+    Doc["fixed"] = std::move(Fixed);
+  }
   if (Shown) {
     std::optional<double> Serial = serialFraction(Speedup, R.Opts.Devices);
     Doc["speedup"] = Speedup;
@@ -316,6 +390,11 @@ void printPlanText(const PlanResult &R, const PlanEval *Winner, double Speedup,
                 R.Opts.Devices, R.Dev->Name,
                 R.Opts.DevicesPerNode ? R.Opts.DevicesPerNode : R.Dev->DevicesPerNode,
                 R.Opts.GlobalBatch, dtypeName(R.StepType), withCommas(R.Params));
+  OS << formatv("memory reserve per device: runtime {0} (context, kernels, workspaces) + "
+                "collective buffers {1} when it communicates + fragmentation {2:P0} of what "
+                "is allocated\n",
+                siNumber(R.Dev->MemReserve, "B"), siNumber(R.Dev->MemCollectiveBuffers, "B"),
+                R.Dev->MemFragmentation);
   OS << formatv("searched {0} configurations; {1} do not fit device memory\n", R.Evaluated,
                 R.Rejected);
   if (R.Fixed) {
@@ -325,6 +404,8 @@ void printPlanText(const PlanResult &R, const PlanEval *Winner, double Speedup,
                   ms(R.Fixed->StepSeconds), R.Fixed->TFlopsPerDevice / 1e12, R.Fixed->MFU,
                   speedupText(Speedup), R.Fixed->Fits ? "" : " -- DOES NOT FIT: " + R.Fixed->Why);
     printBreakdown(*R.Fixed, OS, "  ");
+    if (R.Fixed->Fits)
+      printChosenKnobs(R, *R.Fixed, OS);
   } else if (!printRanking(R, Winner, Speedup, OS)) {
     return;
   }

@@ -239,6 +239,7 @@ llvm::json::Object planEvalJson(const InferencePlanEval &E) {
                              llvm::json::Object{{"weights", E.WeightBytes},
                                                 {"kv_cache", E.KVCacheBytes},
                                                 {"activations", E.ActivationBytes},
+                                                {"reserve", E.ReserveBytes},
                                                 {"total", E.MemoryBytes}}}};
 }
 
