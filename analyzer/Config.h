@@ -46,7 +46,10 @@ struct Config {
 
   // Training step.
   enum class Optimizer { SGD, Momentum, Adam, AdamW };
-  enum class Recompute { None, Selective, Full };
+  /// Activation recomputation: None; Selective, Megatron-LM's (the
+  /// attention core); Cheap, every op cheaper than a matrix product; Full,
+  /// layer checkpointing (passes/cost/TrainingStep.h).
+  enum class Recompute { None, Selective, Full, Cheap };
   Optimizer Opt = Optimizer::AdamW;
   Recompute Recomp = Recompute::None;
 

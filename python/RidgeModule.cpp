@@ -181,6 +181,7 @@ Config config(const char *Fn, Options &O, const Device *Dev, bool Plan) {
     C.Recomp = choose<Config::Recompute>(Fn, "recompute", *V,
                                          {{"none", Config::Recompute::None},
                                           {"selective", Config::Recompute::Selective},
+                                          {"cheap", Config::Recompute::Cheap},
                                           {"full", Config::Recompute::Full}});
   if (auto V = O.get<std::string>("time_model"))
     C.RooflineTimes = choose<bool>(Fn, "time_model", *V, {{"kernels", false}, {"roofline", true}});

@@ -103,9 +103,14 @@ static cl::opt<Config::Recompute> RecomputeOpt(
     "recompute", cl::desc("Activation recomputation"), cl::init(Config::Recompute::None),
     cl::values(clEnumValN(Config::Recompute::None, "none", "keep every saved tensor"),
                clEnumValN(Config::Recompute::Selective, "selective",
-                          "keep what matrix products save, recompute cheaper ops"),
+                          "Megatron-LM's: recompute the attention core (QK^T, softmax, "
+                          "dropout, the product with V), keep the rest"),
                clEnumValN(Config::Recompute::Full, "full",
-                          "keep only checkpoints between segments, recompute the forward")),
+                          "keep each layer's input, recompute its forward (Megatron-LM's "
+                          "full, uniform, 1 layer)"),
+               clEnumValN(Config::Recompute::Cheap, "cheap",
+                          "keep what matrix products save, recompute every cheaper op "
+                          "(analyze only)")),
     MODEL_SUBS, cl::cat(RidgeCat));
 static cl::list<std::string> TrainableInputs(
     "trainable-input", cl::desc("Treat this graph input as trained (repeatable)"),

@@ -1,5 +1,6 @@
 //===- TrainingStep.cpp - Optimizer, memory footprint, recomputation ------===//
 #include "passes/cost/TrainingStep.h"
+#include "llvm/ADT/Hashing.h"
 #include <algorithm>
 
 using namespace ridge;
@@ -36,6 +37,7 @@ const char *ridge::recomputeName(Config::Recompute R) {
   case Config::Recompute::None: return "none";
   case Config::Recompute::Selective: return "selective";
   case Config::Recompute::Full: return "full";
+  case Config::Recompute::Cheap: return "cheap";
   }
   return "?";
 }
@@ -58,22 +60,100 @@ double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes,
   return B;
 }
 
+/// Whether a gradient flows through V in the backward: some main-graph node
+/// reading V needs V's gradient (ByIndex: the main graph's nodes' costs by
+/// position); a read inside a subgraph counts when the node holding it has
+/// a backward.
+bool carriesGradient(const Graph &G, const Value *V,
+                     const std::vector<const NodeCost *> &ByIndex) {
+  for (const Node *U : V->Users) {
+    const Node *Top = G.holderOf(U);
+    const NodeCost *NC = Top->Parent == &G ? ByIndex[Top->Index] : nullptr;
+    if (!NC)
+      continue;
+    if (Top != U) {
+      if (NC->NeedsBackward)
+        return true;
+      continue;
+    }
+    for (unsigned I = 0; I < U->Inputs.size(); ++I)
+      if (U->Inputs[I] == V && (I >= 8 ? NC->NeedsBackward : NC->inputNeedsGrad(I)))
+        return true;
+  }
+  return false;
+}
+
+/// The cuts of a stack of repeated blocks that are its layer boundaries.
+/// A transformer layer has two places where one tensor carries the whole
+/// state (after the attention's residual add, and after the MLP's); Megatron-
+/// LM's full recomputation checkpoints only the layer's input, so that the
+/// memory is 2sbh per layer plus one layer's working set (Korthikanti et
+/// al. 2022). The layer is found as the shortest period k of the op types
+/// of the segments between the cuts (the first and last segments, which
+/// hold the embedding and the head, are left out of the comparison); every
+/// k-th cut is kept, the first after the k-th segment. A graph with no
+/// period (a CNN's stages) keeps every cut.
+void keepLayerBoundaries(const Graph &G, std::vector<size_t> &Cuts,
+                         std::vector<const Value *> &CutValues) {
+  size_t NumSegs = Cuts.size() + 1;
+  if (NumSegs < 5)
+    return;
+  // A segment's signature: the hash of its op types in order.
+  std::vector<uint64_t> Sig(NumSegs);
+  for (size_t S = 0; S < NumSegs; ++S) {
+    size_t Begin = S ? Cuts[S - 1] : 0, End = S < Cuts.size() ? Cuts[S] : G.Nodes.size();
+    uint64_t H = 1469598103934665603ull;
+    for (size_t P = Begin; P < End; ++P)
+      H = (H ^ llvm::hash_value(G.Nodes[P]->qualifiedOpType())) * 1099511628211ull;
+    Sig[S] = H;
+  }
+  // Inner segments 1 .. NumSegs - 2: the shortest period with at least two
+  // repetitions.
+  size_t Inner = NumSegs - 2;
+  for (size_t K = 2; 2 * K <= Inner; ++K) {
+    bool Periodic = true;
+    for (size_t S = 1 + K; S + 1 < NumSegs && Periodic; ++S)
+      Periodic = Sig[S] == Sig[S - K];
+    if (!Periodic)
+      continue;
+    std::vector<size_t> Kept;
+    std::vector<const Value *> KeptValues;
+    for (size_t J = K - 1; J < Cuts.size(); J += K) {
+      Kept.push_back(Cuts[J]);
+      KeptValues.push_back(CutValues[J]);
+    }
+    Cuts = std::move(Kept);
+    CutValues = std::move(KeptValues);
+    return;
+  }
+}
+
 /// Full recomputation: keep only checkpoints, the single activation tensors
 /// that cut the main graph (between two positions of the topological order
-/// exactly one non-parameter tensor is live), and recompute each segment's
-/// forward during the backward. Memory = checkpoints + the largest segment's
-/// saved tensors; extra FLOPs = one more forward of every segment but the last.
+/// exactly one tensor that carries a gradient is live), and recompute each
+/// segment's forward during the backward. Tensors no gradient flows through
+/// (an attention mask, rotary tables, position ids: graph inputs every layer
+/// reads, or what is computed from them alone) are held anyway and do not
+/// prevent a cut, as in Megatron-LM's layer checkpointing, which passes them
+/// to each layer. Memory = checkpoints + the largest segment's saved tensors;
+/// extra FLOPs = one more forward of every segment but the last.
 void fullRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
                    RecomputePlan &R) {
   const Graph &G = *M.Main;
   size_t N = G.Nodes.size();
-  // Each floating-point activation is live on the boundaries after its
-  // definition up to its last use; boundary p lies after node p - 1 (0 is
-  // before the first node). Difference arrays count live tensors, and sum
-  // their ids, per boundary in O(nodes + edges).
+  std::vector<const NodeCost *> ByIndex(N, nullptr);
+  for (const NodeCost &NC : C.Nodes)
+    if (NC.N->Parent == &G)
+      ByIndex[NC.N->Index] = &NC;
+  // Each floating-point activation a gradient flows through is live on the
+  // boundaries after its definition up to its last use; boundary p lies
+  // after node p - 1 (0 is before the first node). Difference arrays count
+  // live tensors, and sum their ids, per boundary in O(nodes + edges).
   std::vector<const Value *> Ids;
   std::vector<long> Count(N + 2, 0), IdSum(N + 2, 0);
   forEachActivationRange(G, /*FloatOnly=*/true, [&](const Value *V, long Def, long Last) {
+    if (!carriesGradient(G, V, ByIndex))
+      return;
     long Id = long(Ids.size());
     Ids.push_back(V);
     // Live on boundaries Def + 1 .. Last.
@@ -113,6 +193,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
     if (P < N && HasMacs[P])
       MacsSinceCut = true;
   }
+  keepLayerBoundaries(G, Cuts, CutValues);
   R.Checkpoints = Cuts.size();
   R.Cuts = Cuts;
   R.CutValues = CutValues;
@@ -151,11 +232,10 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   R.ActivationBytes = Cuts.empty() ? R.ActivationBytesNoRecompute : Checkpoints + Largest;
 }
 
-/// Selective recomputation: keep what matrix products and convolutions
-/// save; recompute every cheaper op (element-wise, normalization, softmax,
-/// dropout) from them in the backward. Extra FLOPs = those ops' forward.
-void selectiveRecompute(const CostResult &C, std::optional<double> FloatBytes,
-                        RecomputePlan &R) {
+/// `cheap`: keep what matrix products and convolutions save; recompute
+/// every cheaper op (element-wise, normalization, softmax, dropout) from
+/// them in the backward. Extra FLOPs = those ops' forward.
+void cheapRecompute(const CostResult &C, std::optional<double> FloatBytes, RecomputePlan &R) {
   std::vector<const NodeCost *> Kept;
   for (const NodeCost &NC : C.Nodes) {
     if (!NC.Modeled || !NC.NeedsBackward)
@@ -171,6 +251,138 @@ void selectiveRecompute(const CostResult &C, std::optional<double> FloatBytes,
     }
   }
   R.ActivationBytes = savedBytes(Kept, FloatBytes);
+}
+
+/// A matrix product of two activations (tensors computed from a graph
+/// input), as attention's QK^T and its product with V are; Act marks the
+/// main graph's activations.
+bool isActivationProduct(const Node &N, const ValueMap<uint8_t> &Act) {
+  if (N.OpType != "MatMul" || !N.Domain.empty() || N.Inputs.size() != 2)
+    return false;
+  for (const Value *In : N.Inputs)
+    if (!In || !Act.lookup(In))
+      return false;
+  return true;
+}
+
+/// The attention core that starts at A, a product of two activations whose
+/// output is larger than either input (the scores [b, a, s, s] of q [b, a,
+/// s, d] and k [b, a, d, s]): the nodes A's output reaches up to and
+/// including the next product of two activations, through no other matrix
+/// product, graph output or subgraph; empty when there is none.
+std::vector<const Node *> attentionCore(const Graph &G, const Node &A,
+                                        const ValueMap<uint8_t> &Act,
+                                        const std::vector<const NodeCost *> &ByIndex) {
+  const Value *Out = A.Outputs.empty() ? nullptr : A.Outputs[0];
+  std::optional<double> OutElems = Out ? Out->numElements() : std::nullopt;
+  if (!OutElems)
+    return {};
+  for (const Value *In : A.Inputs)
+    if (In->numElements().value_or(*OutElems) >= *OutElems)
+      return {};
+  std::vector<const Node *> Region{&A}, Work{&A};
+  llvm::DenseSet<const Node *> In{&A};
+  const Node *End = nullptr;
+  constexpr size_t MaxNodes = 64;
+  while (!Work.empty()) {
+    const Node *N = Work.back();
+    Work.pop_back();
+    for (const Value *V : N->Outputs) {
+      if (!V)
+        continue;
+      if (V->IsGraphOutput && N != End)
+        return {};
+      if (N == End)
+        continue;
+      for (const Node *U : V->Users) {
+        if (U->Parent != &G || !U->subgraphs().empty())
+          return {};
+        if (In.contains(U))
+          continue;
+        const NodeCost *NC = ByIndex[U->Index];
+        bool Product = isActivationProduct(*U, Act);
+        if (!Product && NC && NC->Fwd.Macs > 0)
+          return {}; // a weight product inside: not an attention core
+        if (Product) {
+          if (End && End != U)
+            return {}; // two ends
+          End = U;
+        }
+        In.insert(U);
+        Region.push_back(U);
+        if (!Product)
+          Work.push_back(U);
+        if (Region.size() > MaxNodes)
+          return {};
+      }
+    }
+  }
+  return End ? Region : std::vector<const Node *>();
+}
+
+/// Megatron-LM's selective recomputation (Korthikanti et al., "Reducing
+/// Activation Recomputation in Large Transformer Models", 2022): only the
+/// attention core (QK^T, the scale and mask, softmax, dropout, the product
+/// with V) is recomputed in the backward, found on the graph as a region
+/// between two products of activations (attentionCore). What the region
+/// produces (the scores and probabilities, which grow with s^2: 5as^2b of
+/// the per-layer sbh(34 + 5as/h) bytes) is not kept; its inputs q, k, v are.
+/// Extra FLOPs = the regions' forward.
+void selectiveRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
+                        RecomputePlan &R) {
+  const Graph &G = *M.Main;
+  std::vector<const NodeCost *> ByIndex(G.Nodes.size(), nullptr);
+  for (const NodeCost &NC : C.Nodes)
+    if (NC.N->Parent == &G)
+      ByIndex[NC.N->Index] = &NC;
+  ValueMap<uint8_t> Act(G, 0);
+  forEachActivationRange(G, /*FloatOnly=*/false,
+                         [&](const Value *V, long, long) { Act[V] = 1; });
+  llvm::DenseSet<const Node *> Recomputed;
+  for (const auto &N : G.Nodes) {
+    if (Recomputed.contains(N.get()) || !isActivationProduct(*N, Act))
+      continue;
+    std::vector<const Node *> Region = attentionCore(G, *N, Act, ByIndex);
+    if (Region.empty())
+      continue;
+    ++R.Regions;
+    const Node *End = Region.back();
+    for (const Node *X : Region) {
+      if (!X)
+        continue;
+      if (Recomputed.insert(X).second) {
+        if (const NodeCost *NC = ByIndex[X->Index]) {
+          size_t I = NC - C.Nodes.data();
+          R.Recomputed[I] = NC->Modeled;
+          // Softmax statistics, dropout masks: not kept (the products keep
+          // their inputs from outside the region, filtered below).
+          if (X != Region.front() && X != End)
+            R.KeptSaved[I] = false;
+          R.RecomputeFlops += NC->Fwd.Flops * NC->Multiplier;
+          R.RecomputeMacs += NC->Fwd.Macs * NC->Multiplier;
+          R.RecomputeBytes += NC->Fwd.Bytes * NC->Multiplier;
+        }
+      }
+      if (X != End)
+        for (const Value *V : X->Outputs)
+          if (V)
+            R.Dropped.insert(V);
+    }
+  }
+  // What is held: every node's saved tensors but the dropped ones.
+  llvm::DenseMap<const Value *, double> Distinct;
+  double B = 0;
+  for (const NodeCost &NC : C.Nodes) {
+    size_t I = &NC - C.Nodes.data();
+    if (R.KeptSaved[I])
+      B += NC.SavedBytes * NC.Multiplier;
+    for (const Value *V : NC.Saved)
+      if (!V->isInitializer() && !R.Dropped.contains(V))
+        Distinct[V] = std::max(Distinct[V], NC.Multiplier);
+  }
+  for (const auto &[V, Mult] : Distinct)
+    B += valueBytes(V, FloatBytes) * Mult;
+  R.ActivationBytes = B;
 }
 
 } // namespace
@@ -227,7 +439,9 @@ RecomputePlan ridge::planRecompute(const Model &M, const CostResult &C,
   if (Mode == Config::Recompute::Full)
     fullRecompute(M, C, FloatBytes, P);
   else if (Mode == Config::Recompute::Selective)
-    selectiveRecompute(C, FloatBytes, P);
+    selectiveRecompute(M, C, FloatBytes, P);
+  else if (Mode == Config::Recompute::Cheap)
+    cheapRecompute(C, FloatBytes, P);
   return P;
 }
 

@@ -10,6 +10,7 @@
 #define RIDGE_PASSES_COST_TRAININGSTEP_H
 
 #include "passes/cost/CostModel.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace ridge {
@@ -33,6 +34,9 @@ struct RecomputePlan {
   std::vector<const Value *> CutValues;  ///< full: the checkpointed tensors
   std::vector<bool> Recomputed;          ///< per CostResult node
   std::vector<bool> KeptSaved;           ///< per CostResult node: its saved tensors are held
+  /// selective: tensors the recomputed regions produce; no node keeps them.
+  llvm::DenseSet<const Value *> Dropped;
+  size_t Regions = 0;                    ///< selective: attention cores found
 };
 /// The main graph's activations (tensors computed from a graph input: not
 /// parameters, not constants), each with the position that defines it (-1:

@@ -18,10 +18,11 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
   Saved.assign(N, 0);
   SavedSel.assign(N, 0);
   Checkpoint.assign(N, 0);
-  // Each saved tensor counts once.
-  ValueMap<uint8_t> Seen(G, 0);
-  auto FirstSeen = [&](const Value *V) {
-    uint8_t &S = Seen[V];
+  // Each saved tensor counts once (with selective recomputation: once
+  // among those held).
+  ValueMap<uint8_t> Seen(G, 0), SeenSel(G, 0);
+  auto FirstSeen = [](ValueMap<uint8_t> &In, const Value *V) {
+    uint8_t &S = In[V];
     bool First = !S;
     S = 1;
     return First;
@@ -38,12 +39,18 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
     Fwd[P] += NC.Fwd * NC.Multiplier;
     Bwd[P] += NC.Bwd * NC.Multiplier;
     double S = NC.SavedBytes * NC.Multiplier;
-    for (const Value *V : NC.Saved)
-      if (!V->isInitializer() && FirstSeen(V))
-        S += Bytes(V) * std::max(1.0, NC.Multiplier);
+    double SS = Sel.KeptSaved[I] ? S : 0;
+    for (const Value *V : NC.Saved) {
+      if (V->isInitializer())
+        continue;
+      double B = Bytes(V) * std::max(1.0, NC.Multiplier);
+      if (FirstSeen(Seen, V))
+        S += B;
+      if (!Sel.Dropped.contains(V) && FirstSeen(SeenSel, V))
+        SS += B;
+    }
     Saved[P] += S;
-    if (Sel.KeptSaved[I])
-      SavedSel[P] += S;
+    SavedSel[P] += SS;
   }
   for (size_t K = 0; K < Full.Cuts.size(); ++K)
     Checkpoint[Full.Cuts[K]] += Bytes(Full.CutValues[K]);

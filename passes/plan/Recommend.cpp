@@ -117,6 +117,9 @@ llvm::Expected<PlanResult> ridge::planParallelism(const BatchLoader &Load, const
     return usageError("plan: no device");
   if (Opts.Devices == 0)
     return usageError("plan: --devices must be at least 1");
+  if (Opts.Recomp == Config::Recompute::Cheap)
+    return usageError("plan: --recompute cheap is analyze's; the plan searches none, "
+                      "selective (Megatron-LM's) and full, which the engines run");
   if (Opts.GlobalBatch <= 0)
     return usageError("plan: --global-batch N is required");
   if (Opts.DP && Opts.GlobalBatch % *Opts.DP)
