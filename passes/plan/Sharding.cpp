@@ -137,8 +137,15 @@ void Propagator::weightProduct(const Node &N, const Value *X, const Value *W, in
   State In = get(X);
   if (In.K == State::P)
     In = settlePartial(X, N);
-  if (In.K == State::S && In.Dim != XContractDim)
-    In = replicate(X, N); // sequence-parallel region ends: gather
+  // A sequence-parallel region ends at a column split: X is all-gathered,
+  // and the backward of that gather (a reduce-scatter) sums the partial dX
+  // the split leaves, so no all-reduce is added for it (Korthikanti et al.
+  // 2022, sec. 4.2.2: g and g-bar replace f and f-bar).
+  bool Gathered = false;
+  if (In.K == State::S && In.Dim != XContractDim) {
+    In = replicate(X, N);
+    Gathered = true;
+  }
   const Value *Y = N.output(0);
   if (In.K == State::S && divisible(W, WInDim)) {
     // Row split: each device holds W's rows for its slice of K.
@@ -146,12 +153,18 @@ void Propagator::weightProduct(const Node &N, const Value *X, const Value *W, in
     R.SplitParams.insert(weightSource(W));
     set(Y, State{State::P, -1});
   } else if (divisible(W, WOutDim)) {
-    if (In.K == State::S)
+    if (In.K == State::S) {
       replicate(X, N);
-    // Column split; backward: each device's dX is partial: all-reduce.
+      Gathered = true;
+    }
+    // Column split; backward: each device's dX is partial: all-reduced,
+    // or reduce-scattered by the gather's backward. (Megatron-LM gathers X
+    // again in the backward for the weight gradient, overlapped with dX's
+    // product: not charged.)
     R.WeightSplit[N.Index] = WeightSplitKind::Col;
     R.SplitParams.insert(weightSource(W));
-    collective(CollectiveKind::AllReduce, true, X, N);
+    if (!Gathered)
+      collective(CollectiveKind::AllReduce, true, X, N);
     set(Y, State{State::S, YSplitDim});
   } else {
     replicateAll(N);
