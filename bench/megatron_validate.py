@@ -50,13 +50,109 @@ def formula_flops(B, l, h):
     return 96 * B * S * l * h * h * (1 + S / (6 * h) + V / (16 * l * h))
 
 
+# Table 2: scheme, params(B), GPUs, global batch, micro-batch, measured TFLOP/s
+# per GPU (../shared/validation/megatron-sc21-table2.md).
+SHAPES = {174.6: (96, 12288, 96), 529.6: (128, 20480, 105)}  # heads, hidden, layers
+PTDP = {174.6: (8, 12), 529.6: (8, 35)}                       # t, p
+TABLE2 = [
+    ("ZeRO-3", 174.6, 384, 1536, 4, 144),
+    ("ZeRO-3", 174.6, 768, 1536, 2, 88),
+    ("ZeRO-3", 174.6, 1536, 1536, 1, 44),
+    ("ZeRO-3", 529.6, 640, 2560, 4, 138),
+    ("ZeRO-3", 529.6, 1120, 2240, 2, 98),
+    ("ZeRO-3", 529.6, 2240, 2240, 1, 48),
+    ("PTD-P", 174.6, 384, 1536, 1, 153),
+    ("PTD-P", 174.6, 768, 1536, 1, 149),
+    ("PTD-P", 174.6, 1536, 1536, 1, 141),
+    ("PTD-P", 529.6, 560, 2240, 1, 171),
+    ("PTD-P", 529.6, 1120, 2240, 1, 167),
+    ("PTD-P", 529.6, 2240, 2240, 1, 159),
+]
+
+
+def table2(args):
+    """Table 2: each row's scheme evaluated as a fixed configuration. ZeRO-3:
+    data parallelism only (t = p = 1, d = GPUs), ZeRO stage 3, the row's
+    micro-batch, the all-gathers and reduce-scatters overlapped with the
+    backward as DeepSpeed prefetches them (--overlap-grad-reduce). PTD-P: the
+    paper's t and p, d = GPUs / (t p), micro-batch 1, interleaving chosen by
+    ridge, gradients reduced after the backward. Both: full recomputation
+    (the paper's FLOP formula counts it), fp16, no sequence parallelism."""
+    print("| scheme | params (B) | GPUs | B | t | p | d | mb | predicted TFLOP/s | measured "
+          "| error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    errors, preds, fits = [], {}, True
+    for scheme, pb, n, B, mb, meas in TABLE2:
+        a, h, l = SHAPES[pb]
+        model = os.path.join(args.out, f"gpt-table2-{pb}.onnx")
+        if not os.path.exists(model):
+            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_gpt.py"),
+                            "--layers", str(l), "--hidden", str(h), "--heads", str(a),
+                            "--seq", str(S), "--vocab", str(V), "--batch", "batch",
+                            "--mask", "trilu", "--out", model],
+                           check=True, stdout=subprocess.DEVNULL)
+        t, p = PTDP[pb] if scheme == "PTD-P" else (1, 1)
+        d = n // (t * p)
+        cmd = [args.ridge, "plan", model, "--device", "A100-SXM4-80GB", "--dtype", "fp16",
+               "--devices", str(n), "--devices-per-node", "8", "--global-batch", str(B),
+               "--tp", str(t), "--pp", str(p), "--dp", str(d), "--micro-batch", str(mb),
+               "--recompute", "full", "--sequence-parallel=false", "--format", "json"]
+        if scheme == "ZeRO-3":
+            cmd += ["--zero", "3", "--interleave", "1", "--overlap-grad-reduce=true"]
+        else:
+            cmd += ["--zero", "0", "--overlap-grad-reduce=false"]
+        r = subprocess.run(cmd + args.extra.split(), capture_output=True, text=True)
+        if r.returncode:
+            print(f"| {scheme} | {pb} | {n} | ridge failed: {r.stderr.strip()[:200]} |")
+            errors.append(float("inf"))
+            continue
+        e = json.loads(r.stdout)["fixed"]
+        pred = formula_flops(B, l, h) / e["step_seconds"] / n / 1e12
+        err = (pred - meas) / meas
+        errors.append(err)
+        preds[(scheme, pb, n)] = pred
+        fits &= e["fits"]
+        print(f"| {scheme} | {pb} | {n} | {B} | {t} | {p} | {d} | {mb} | {pred:.1f} | {meas} "
+              f"| {err * 100:+.1f}%{'' if e['fits'] else ' (does not fit: ' + e['why'] + ')'} |")
+    mean = sum(abs(x) for x in errors) / len(errors)
+    worst = max(abs(x) for x in errors)
+    print(f"\nmean |error|: {mean * 100:.1f}%, worst |error|: {worst * 100:.1f}% "
+          f"(target: 3% mean, 6% worst)")
+    # What the table shows, which the prediction must show too: ZeRO-3's
+    # throughput falls as GPUs are added at a fixed batch (its gathers of
+    # every parameter do not shrink), PTD-P's barely; PTD-P is faster at
+    # every GPU count both ran at.
+    ok = fits
+    for pb in SHAPES:
+        for scheme in ("ZeRO-3", "PTD-P"):
+            rows = sorted((n, preds[k]) for k in preds for n in [k[2]] if k[:2] == (scheme, pb))
+            falls = all(a[1] > b[1] for a, b in zip(rows, rows[1:]))
+            drop = rows[-1][1] / rows[0][1] if rows else 0
+            meas = sorted((n, m) for sc, p_, n, _, _, m in TABLE2 if (sc, p_) == (scheme, pb))
+            print(f"{scheme} {pb}B: " + " > ".join(f"{x:.1f}" for _, x in rows) +
+                  f" TFLOP/s on {', '.join(str(n) for n, _ in rows)} GPUs: falls {falls}, "
+                  f"last/first {drop:.2f} (measured {meas[-1][1] / meas[0][1]:.2f})")
+            ok &= falls
+        both = [n for (sc, p_, n) in preds if sc == "PTD-P" and p_ == pb
+                and ("ZeRO-3", pb, n) in preds]
+        faster = all(preds[("PTD-P", pb, n)] > preds[("ZeRO-3", pb, n)] for n in both)
+        print(f"{pb}B: PTD-P faster than ZeRO-3 on {both} GPUs: {faster}")
+        ok &= faster
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ridge", default=os.path.join(ROOT, "build", "bin", "ridge"))
     ap.add_argument("--rows", default="1-10")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "models"))
     ap.add_argument("--extra", default="", help="extra ridge plan flags")
+    ap.add_argument("--table", type=int, choices=[1, 2], default=1,
+                    help="Table 1 (PTD-P weak scaling) or Table 2 (ZeRO-3 vs PTD-P)")
     args = ap.parse_args()
+    if args.table == 2:
+        os.makedirs(args.out, exist_ok=True)
+        sys.exit(table2(args))
     lo, hi = (int(x) for x in args.rows.split("-"))
     os.makedirs(args.out, exist_ok=True)
     print("| params (B) | t | p | d | B | ridge params = formula | ridge FLOPs / formula "
@@ -64,6 +160,7 @@ def main():
           "ridge's own plan | its TFLOP/s | fits |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     worst = 0.0
+    errs = []
     ok = True
     for i, (pb, a, h, l, t, p, n, B, meas) in enumerate(ROWS[lo - 1:hi], lo):
         d = n // (t * p)
@@ -96,6 +193,7 @@ def main():
         pred = F / e["step_seconds"] / n / 1e12
         err = (pred - meas) / meas
         worst = max(worst, abs(err))
+        errs.append(abs(err))
         own = json.loads(subprocess.run(base, capture_output=True, text=True, check=True).stdout)
         o = own["top"][0] if own["top"] else None
         own_tflops = F / o["step_seconds"] / n / 1e12 if o else 0
@@ -110,7 +208,10 @@ def main():
               f"| {'yes' if e['fits'] else 'NO'} |")
         if abs(err) > 0.10 or not e["fits"] or (o and own_tflops < pred * 0.999):
             ok = False
-    print(f"\nworst |error|: {worst * 100:.1f}%  ({'all rows within 10%' if worst <= 0.10 else 'FAIL'})")
+    mean = sum(errs) / len(errs) if errs else 0.0
+    print(f"\nmean |error|: {mean * 100:.1f}%, worst |error|: {worst * 100:.1f}%  "
+          f"({'all rows within 10%' if worst <= 0.10 else 'FAIL'}; the issue's target is 3% "
+          f"mean, 6% worst)")
     sys.exit(0 if ok else 1)
 
 
