@@ -83,49 +83,25 @@ bool carriesGradient(const Graph &G, const Value *V,
   return false;
 }
 
-/// The cuts of a stack of repeated blocks that are its layer boundaries.
-/// A transformer layer has two places where one tensor carries the whole
-/// state (after the attention's residual add, and after the MLP's); Megatron-
-/// LM's full recomputation checkpoints only the layer's input, so that the
-/// memory is 2sbh per layer plus one layer's working set (Korthikanti et
-/// al. 2022). The layer is found as the shortest period k of the op types
-/// of the segments between the cuts (the first and last segments, which
-/// hold the embedding and the head, are left out of the comparison); every
-/// k-th cut is kept, the first after the k-th segment. A graph with no
-/// period (a CNN's stages) keeps every cut.
+/// The cuts of a stack of repeated blocks that are its layer boundaries
+/// (blockPeriod): Megatron-LM's full recomputation checkpoints only the
+/// layer's input, so that the memory is 2sbh per layer plus one layer's
+/// working set (Korthikanti et al. 2022), not the two halves of a
+/// transformer layer; every K-th cut is kept, the first after the K-th
+/// segment. A graph with no period keeps every cut.
 void keepLayerBoundaries(const Graph &G, std::vector<size_t> &Cuts,
                          std::vector<const Value *> &CutValues) {
-  size_t NumSegs = Cuts.size() + 1;
-  if (NumSegs < 5)
+  size_t K = blockPeriod(G, Cuts);
+  if (K < 2)
     return;
-  // A segment's signature: the hash of its op types in order.
-  std::vector<uint64_t> Sig(NumSegs);
-  for (size_t S = 0; S < NumSegs; ++S) {
-    size_t Begin = S ? Cuts[S - 1] : 0, End = S < Cuts.size() ? Cuts[S] : G.Nodes.size();
-    uint64_t H = 1469598103934665603ull;
-    for (size_t P = Begin; P < End; ++P)
-      H = (H ^ llvm::hash_value(G.Nodes[P]->qualifiedOpType())) * 1099511628211ull;
-    Sig[S] = H;
+  std::vector<size_t> Kept;
+  std::vector<const Value *> KeptValues;
+  for (size_t J = K - 1; J < Cuts.size(); J += K) {
+    Kept.push_back(Cuts[J]);
+    KeptValues.push_back(CutValues[J]);
   }
-  // Inner segments 1 .. NumSegs - 2: the shortest period with at least two
-  // repetitions.
-  size_t Inner = NumSegs - 2;
-  for (size_t K = 2; 2 * K <= Inner; ++K) {
-    bool Periodic = true;
-    for (size_t S = 1 + K; S + 1 < NumSegs && Periodic; ++S)
-      Periodic = Sig[S] == Sig[S - K];
-    if (!Periodic)
-      continue;
-    std::vector<size_t> Kept;
-    std::vector<const Value *> KeptValues;
-    for (size_t J = K - 1; J < Cuts.size(); J += K) {
-      Kept.push_back(Cuts[J]);
-      KeptValues.push_back(CutValues[J]);
-    }
-    Cuts = std::move(Kept);
-    CutValues = std::move(KeptValues);
-    return;
-  }
+  Cuts = std::move(Kept);
+  CutValues = std::move(KeptValues);
 }
 
 /// Full recomputation: keep only checkpoints, the single activation tensors
@@ -386,6 +362,31 @@ void selectiveRecompute(const Model &M, const CostResult &C, std::optional<doubl
 }
 
 } // namespace
+
+size_t ridge::blockPeriod(const Graph &G, llvm::ArrayRef<size_t> Cuts) {
+  size_t NumSegs = Cuts.size() + 1;
+  if (NumSegs < 4)
+    return 0;
+  // A segment's signature: the hash of its op types in order.
+  std::vector<uint64_t> Sig(NumSegs);
+  for (size_t S = 0; S < NumSegs; ++S) {
+    size_t Begin = S ? Cuts[S - 1] : 0, End = S < Cuts.size() ? Cuts[S] : G.Nodes.size();
+    uint64_t H = 1469598103934665603ull;
+    for (size_t P = Begin; P < End; ++P)
+      H = (H ^ llvm::hash_value(G.Nodes[P]->qualifiedOpType())) * 1099511628211ull;
+    Sig[S] = H;
+  }
+  // Inner segments 1 .. NumSegs - 2.
+  size_t Inner = NumSegs - 2;
+  for (size_t K = 1; 2 * K <= Inner; ++K) {
+    bool Periodic = true;
+    for (size_t S = 1 + K; S + 1 < NumSegs && Periodic; ++S)
+      Periodic = Sig[S] == Sig[S - K];
+    if (Periodic)
+      return K;
+  }
+  return 0;
+}
 
 void ridge::forEachActivationRange(
     const Graph &G, bool FloatOnly,

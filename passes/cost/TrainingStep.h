@@ -49,6 +49,16 @@ void forEachActivationRange(const Graph &G, bool FloatOnly,
 RecomputePlan planRecompute(const Model &M, const CostResult &C, Config::Recompute Mode,
                             std::optional<double> FloatBytes);
 
+/// A stack of repeated blocks between the cuts Cuts of G's main graph
+/// (ascending positions, each a boundary before that position): the
+/// shortest period K, in segments, of the op types of the segments between
+/// the cuts, the first and last segments (an embedding, a head) left out of
+/// the comparison and at least two repetitions required; 0 when there is
+/// none (a CNN's stages). A transformer layer has two cuts where one tensor
+/// carries the state (after each residual add): K = 2, and its layer
+/// boundaries are Cuts[K - 1], Cuts[2K - 1], ...
+size_t blockPeriod(const Graph &G, llvm::ArrayRef<size_t> Cuts);
+
 struct TrainingStepResult {
   double Params = 0;
   // Bytes per parameter (ZeRO's accounting, Rajbhandari et al. 2020, sec. 3.1).

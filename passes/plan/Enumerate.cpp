@@ -45,6 +45,10 @@ std::vector<PlanConfig> Planner::enumerate(unsigned N, const PlanOptions &Opts) 
           if ((Opts.Interleave && V != *Opts.Interleave) ||
               (!Opts.Interleave && V > 1 && (P == 1 || Mi % P != 0)))
             continue;
+          // Megatron-LM's interleaved schedule needs the layers to divide
+          // into p * v chunks (a stack of identical layers: StackLayers).
+          if (!Opts.Interleave && V > 1 && StackLayers && StackLayers % (P * V))
+            continue;
           for (Config::Recompute R : {Config::Recompute::None, Config::Recompute::Selective,
                                       Config::Recompute::Full}) {
             if (Opts.Recomp && R != *Opts.Recomp)

@@ -58,7 +58,7 @@ void Planner::sumCollectives(Workspace &W, const TPPlan *Last) {
       G.TPT[P] = G.TPF[P] = 0;
   }
   bool TPInter = crossesNodes(1, G.T);
-  double TPBw = linkBandwidth(TPInter), TPLat = linkLatency(TPInter);
+  double TPBw = groupBandwidth(1, G.T), TPLat = linkLatency(TPInter);
   for (uint32_t I : TP.UsedCosts) {
     double Bytes = CollCosts[I].Bytes.at(double(G.B));
     W.CollSeconds[I] = collectiveSeconds(CollCosts[I].Kind, Bytes, G.T, TPBw, TPLat);
@@ -249,7 +249,19 @@ const std::vector<size_t> &Planner::stageEnds(Group &Gr, int R, unsigned Chunks)
   if (EndsIt != Gr.Ends[R].end())
     return EndsIt->second;
   std::vector<size_t> Ends;
-  if (Chunks > 1) {
+  if (Chunks > 1 && StackLayers >= Chunks) {
+    // A stack of identical layers: Megatron-LM's partition, L/(p v) whole
+    // layers per chunk, the embedding on the first chunk and the head (with
+    // the loss) on the last; when L does not divide, the chunks after the
+    // first take one more each, so that the first, which holds the
+    // embedding, is not the one with extra work.
+    size_t L = StackLayers, Q = L / Chunks, Extra = L % Chunks, Done = 0;
+    for (unsigned C = 0; C + 1 < Chunks; ++C) {
+      Done += Q + (C >= 1 && C <= Extra ? 1 : 0);
+      Ends.push_back(Boundaries[Done - 1]);
+    }
+    Ends.push_back(Pos.size());
+  } else if (Chunks > 1) {
     // Over AllBoundaries (every position) the collapsed prefix is the
     // prefix itself.
     bool Few = Boundaries.size() >= Chunks;
@@ -544,8 +556,8 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   Group &Gr = group(W, PC.MicroBatch, PC.T, PC.SP);
   const StageAgg &A = stageAgg(Gr, PC.Recomp, PC.P, PC.V);
   Links L = linksOf(PC);
-  E.TPTier = L.TPInter ? "inter-node" : "intra-node";
-  E.DPTier = L.DPInter ? "inter-node" : "intra-node";
+  E.TPTier = tierName(1, PC.T);
+  E.DPTier = tierName(PC.T, PC.D);
   E.PPTier = L.PPInter ? "inter-node" : "intra-node";
   E.TPCollectivesPerStep = Gr.TPCount;
   E.TPCollectivesPerStep *= PC.M;
@@ -583,7 +595,7 @@ double Planner::evalPipeline(const PlanConfig &PC, const StageAgg &A, const Link
     double Send = PC.T > 1 && !PC.SP ? MaxBoundary / PC.T : MaxBoundary;
     double Gather = PC.T > 1 && !PC.SP
                         ? collectiveSeconds(CollectiveKind::AllGather, MaxBoundary, PC.T,
-                                            linkBandwidth(L.TPInter), linkLatency(L.TPInter))
+                                            groupBandwidth(1, PC.T), linkLatency(L.TPInter))
                         : 0;
     P2P = 2.0 * PC.V * (linkLatency(L.PPInter) + Send / linkBandwidth(L.PPInter) + Gather);
   }
@@ -644,9 +656,24 @@ void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L
                          double WorstParamCount, double Pipeline, PlanEval &E) const {
   // Data parallel: gradients of the fullest stage, ring all-reduce over d.
   double GradBytes = WorstParamCount * WBytes;
-  E.DPSeconds = collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D,
-                                  linkBandwidth(L.DPInter), linkLatency(L.DPInter)) *
-                (PC.Zero >= 3 ? 1.5 : 1.0);
+  double DPBw = groupBandwidth(PC.T, PC.D), DPLat = linkLatency(L.DPInter);
+  if (PC.Zero >= 3 && PC.D > 1) {
+    // ZeRO-3 (DeepSpeed) gathers each parameter tensor before its module
+    // runs, in the forward and again for the backward, and reduce-scatters
+    // its gradient: per tensor 3 collectives of (d-1)/d of it (the volume of
+    // 1.5 all-reduces), each call paying the ring's d-1 latency steps. They
+    // are charged at one device's own link, not spread over a node's NICs
+    // as a large all-reduce is: Megatron-LM's Table 2 measured ZeRO-3 at
+    // about that rate (144 -> 88 -> 44 TFLOP/s as 384 -> 1536 GPUs share a
+    // fixed batch), 8x below what a ring per NIC would move. An assumption
+    // from measurement, not derived: see README's Table 2.
+    double Tensors = double(ParamPos.size()) / PC.P;
+    double Own = linkBandwidth(L.DPInter);
+    E.DPSeconds = 1.5 * collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, Own, 0) +
+                  3 * Tensors * (PC.D - 1) * DPLat;
+  } else {
+    E.DPSeconds = collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, DPBw, DPLat);
+  }
   double Hidden = Opts.OverlapGradReduce ? std::min(E.DPSeconds, A.Bwd) : 0.0;
   E.DPExposedSeconds = E.DPSeconds - Hidden;
   E.OverlapSlowdownSeconds = Hidden * Opts.OverlapSlowdown;

@@ -268,6 +268,11 @@ private:
   /// graph's single-tensor cuts (a transformer's layer halves, a CNN's
   /// blocks), and the end; AllBoundaries when a graph has too few cuts.
   std::vector<size_t> Boundaries, AllBoundaries;
+  /// When the cuts delimit a stack of identical layers (blockPeriod 1):
+  /// their number, the layers being the segments that end at
+  /// Boundaries[0 .. StackLayers - 1] (the first also holds what precedes
+  /// the stack, an embedding); 0 otherwise.
+  size_t StackLayers = 0;
   Affine InputBytes;             ///< graph inputs per micro-batch
   double Params = 0;
   std::optional<double> FloatBytes; ///< --dtype's bytes (none: as stored)
@@ -388,6 +393,31 @@ private:
   std::vector<PlanConfig> enumerate(unsigned N, const PlanOptions &O) const;
 
   double linkBandwidth(bool Inter) const { return linkFor(Dev, Inter).Bandwidth; }
+  /// The per-rank bandwidth of a ring collective over a group of Size ranks
+  /// Stride apart. Within a node: the intra-node link. Across nodes, the
+  /// device file's inter-node figure is per device (a DGX/HGX node has one
+  /// NIC per GPU) and NCCL runs a ring per NIC, so a group with g members on
+  /// each node spreads its inter-node traffic over their g NICs while each
+  /// member's intra-node link carries all of it: min(g x inter, intra).
+  /// (g = 1, one member per node, as for the data-parallel group of t = 8:
+  /// the inter-node link alone.)
+  double groupBandwidth(unsigned Stride, unsigned Size) const {
+    if (!crossesNodes(Stride, Size))
+      return linkBandwidth(false);
+    double Inter = membersPerNode(Stride, Size) * linkBandwidth(true);
+    return Dev.IntraNode.present() ? std::min(Inter, linkBandwidth(false)) : Inter;
+  }
+  /// Members of such a group on one node.
+  unsigned membersPerNode(unsigned Stride, unsigned Size) const {
+    return Stride >= K ? 1u : std::max(1u, std::min(Size, K / Stride));
+  }
+  /// "intra-node", "inter-node", or "inter-node, g NICs per node".
+  std::string tierName(unsigned Stride, unsigned Size) const {
+    if (!crossesNodes(Stride, Size))
+      return "intra-node";
+    unsigned G = membersPerNode(Stride, Size);
+    return G > 1 ? "inter-node, " + std::to_string(G) + " NICs per node" : "inter-node";
+  }
   double linkLatency(bool Inter) const { return linkFor(Dev, Inter).Latency; }
   /// A group of Size ranks Stride apart crosses nodes when it spans more
   /// than one node's devices.

@@ -332,6 +332,12 @@ void Planner::findBoundaries() {
   for (size_t P = 1; P < N; ++P)
     if (Cut[P])
       Boundaries.push_back(P);
+  // A stack of identical layers between the cuts (one layer per segment,
+  // the embedding before the first cut and the head after the last):
+  // stages get whole layers, as Megatron-LM assigns them.
+  StackLayers = 0;
+  if (blockPeriod(*M1->Main, Boundaries) == 1)
+    StackLayers = Boundaries.size();
   Boundaries.push_back(N);
   for (size_t P = 1; P <= N; ++P)
     AllBoundaries.push_back(P);
