@@ -145,3 +145,16 @@ def test_files_beside_the_result(tmp_path):
         ridge.analyze(open(MLP, "rb").read(), annotate=annotated)
     with pytest.raises(ridge.Error, match="would overwrite its input"):
         ridge.analyze(annotated, dims={"batch": 32}, annotate=annotated)
+
+
+def test_memory_reserve_is_the_cli_json():
+    got = ridge.plan(WIDE, devices=8, global_batch=8192, tp=2, pp=1, dp=4,
+                     memory_reserve=2e9, collective_buffers=1e9, fragmentation=0.1)
+    want = cli("plan", WIDE, "--devices", "8", "--global-batch", "8192", "--tp", "2", "--pp",
+               "1", "--dp", "4", "--memory-reserve", "2e9", "--collective-buffers", "1e9",
+               "--fragmentation", "0.1")
+    assert got["fixed"] == want["fixed"] and got["memory_reserve"] == want["memory_reserve"]
+    with pytest.raises(ridge.Error, match="leaves nothing of H100-SXM5-80GB"):
+        ridge.analyze(MLP, memory_reserve=90e9)
+    with pytest.raises(ridge.Error, match=r"fragmentation must be in \[0, 1\)"):
+        ridge.analyze(MLP, fragmentation=2.0)
