@@ -43,6 +43,11 @@ struct Config {
   /// activations; BatchNormalization and Dropout in inference mode); memory
   /// is the weights at their stored width plus the peak of live activations.
   bool Inference = false;
+  /// --kv-append in-place: with Inference, a KV cache's Concat (past + new
+  /// into present) moves only the new keys or values, written into the
+  /// cache's next slots, as serving engines append (paged or preallocated
+  /// caches); false: the whole cache is copied, as the graph's Concat says.
+  bool KVAppendInPlace = false;
 
   // Training step.
   enum class Optimizer { SGD, Momentum, Adam, AdamW };

@@ -160,6 +160,8 @@ Config config(const char *Fn, Options &O, const Device *Dev, bool Plan) {
   C.Format = OutputFormat::Json;
   C.Dev = Dev;
   C.Inference = O.get<bool>("inference").value_or(false);
+  if (auto V = O.get<std::string>("kv_append"))
+    C.KVAppendInPlace = choose<bool>(Fn, "kv_append", *V, {{"copy", false}, {"in-place", true}});
   if (auto T = O.get<std::string>("dtype")) {
     auto D = parseDType(*T);
     if (!D || !isFloatingPoint(*D))

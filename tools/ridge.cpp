@@ -193,6 +193,15 @@ static cl::opt<Objective> ObjectiveOpt(
     cl::values(clEnumValN(Objective::Latency, "latency", "time per token (default)"),
                clEnumValN(Objective::Throughput, "throughput", "tokens/s over all devices")),
     cl::init(Objective::Latency), cl::sub(PlanCmd), cl::cat(RidgeCat));
+enum class KVAppend { Copy, InPlace };
+static cl::opt<KVAppend> KVAppendOpt(
+    "kv-append", cl::desc("Inference: how a KV cache's Concat appends the new keys and values"),
+    cl::values(clEnumValN(KVAppend::Copy, "copy",
+                          "the whole cache copied, as the graph's Concat says (default)"),
+               clEnumValN(KVAppend::InPlace, "in-place",
+                          "only the new entries written into the cache, as serving engines "
+                          "append")),
+    cl::init(KVAppend::Copy), cl::sub(AnalyzeCmd), cl::sub(PlanCmd), cl::cat(RidgeCat));
 static cl::opt<bool> NoSweepOpt("no-sweep",
                                 cl::desc("Inference: skip the batch sweep"),
                                 cl::sub(AnalyzeCmd), cl::cat(RidgeCat));
@@ -474,6 +483,9 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
   C.ReportPath = ReportOut;
   C.Budgets.assign(FailIf.begin(), FailIf.end());
   C.Inference = InferenceOpt || PromptOpt.getNumOccurrences() || ContextOpt.getNumOccurrences();
+  C.KVAppendInPlace = KVAppendOpt == KVAppend::InPlace;
+  if (KVAppendOpt.getNumOccurrences() && !C.Inference)
+    return usageError("--kv-append: inference's (with --inference, --prompt or --context)");
   return C;
 }
 

@@ -14,7 +14,10 @@ the prefill of 128 tokens and one decode step at context 138 (the mean of the
 linear in its context). Latency = time to first token + 19 x time per output
 token, once for the graph as exported (every element-wise op its own kernel)
 and once with ridge's fusion what-if (element-wise ops and norms fused into
-their producers, as TensorRT-LLM's engines do).
+their producers, as TensorRT-LLM's engines do), and that again with the KV
+cache appended in place (--kv-append in-place: TensorRT-LLM's paged cache
+writes each step's keys and values into their slots instead of copying the
+cache, as the graph's Concat does).
 
   validate/inference_validate.py --ridge build/bin/ridge
 """
@@ -38,11 +41,12 @@ PROMPT, OUTPUT = 128, 20
 CONTEXT = PROMPT + OUTPUT // 2
 
 
-def analyze(ridge, model, device, batch):
+def analyze(ridge, model, device, batch, extra=()):
     out = subprocess.run([ridge, "analyze", model, "--prompt", str(PROMPT), "--context",
                           str(CONTEXT),
                           "--batch", str(batch), "--no-sweep", "--device", device,
-                          "--format", "json"], capture_output=True, text=True, check=True)
+                          "--format", "json", *extra], capture_output=True, text=True,
+                         check=True)
     return json.loads(out.stdout)["inference"]
 
 
@@ -57,19 +61,26 @@ def main():
                         "32", "--ffn", "11008", "--vocab", "32000", "--out", model],
                        check=True, capture_output=True)
         print("| GPU | batch | measured ms | ridge ms (as exported) | ratio | ridge ms (fused) "
-              "| ratio |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        ratios = []
+              "| ratio | ridge ms (fused, cache in place) | ratio |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        ratios, engine = [], []
         for (device, batch), ms in sorted(MEASURED.items()):
             inf = analyze(args.ridge, model, device, batch)
             p, d = inf["prefill"], inf["decode"]
             plain = (p["seconds"] + (OUTPUT - 1) * d["seconds_per_token"]) * 1e3
             fused = (p["fused_seconds"] + (OUTPUT - 1) * d["fused_seconds"]) * 1e3
+            inp = analyze(args.ridge, model, device, batch, ["--kv-append", "in-place"])
+            p2, d2 = inp["prefill"], inp["decode"]
+            placed = (p2["fused_seconds"] + (OUTPUT - 1) * d2["fused_seconds"]) * 1e3
             ratios.append(fused / ms)
-            print("| %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f |"
-                  % (device, batch, ms, plain, plain / ms, fused, fused / ms))
+            engine.append(placed / ms)
+            print("| %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.2f |"
+                  % (device, batch, ms, plain, plain / ms, fused, fused / ms, placed,
+                     placed / ms))
         print("\nfused / measured: mean %.2f, from %.2f to %.2f"
               % (sum(ratios) / len(ratios), min(ratios), max(ratios)))
+        print("fused, cache in place / measured: mean %.2f, from %.2f to %.2f"
+              % (sum(engine) / len(engine), min(engine), max(engine)))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/cost/CostModel.h"
+#include "passes/cost/KVCache.h"
 #include <map>
 #include "llvm/Support/FormatVariadic.h"
 
@@ -46,6 +47,9 @@ public:
       : M(M), Cfg(Cfg), R(R), NeedsGrad(*M.Main), Trainable(*M.Main) {
     R.Constants = ValueSet(*M.Main);
     FloatBytes = floatBytes(Cfg);
+    if (Cfg.Inference && Cfg.KVAppendInPlace)
+      for (const KVCacheEntry &E : findKVCache(*M.Main))
+        CacheAppends.insert(E.Concat);
   }
 
   void markTrainable(const Graph &G);
@@ -68,6 +72,8 @@ private:
   ValueSet NeedsGrad;
   ValueSet Trainable;
   std::map<std::string, size_t> Unmodeled;
+  /// --kv-append in-place: the KV cache's Concats.
+  llvm::DenseSet<const Node *> CacheAppends;
 
   bool differentiable(const Node &N, unsigned I) const {
     const OpRule *Rule = findOpRule(N.Domain, N.OpType);
@@ -476,6 +482,10 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     NC.IntegerMath = integerMath(N);
   if (NC.Modeled && Cfg.Inference)
     fuseDequantizedWeights(N, NC);
+  // A cache append in place reads the new keys or values and writes them
+  // into the cache's next slots; the past is neither read nor copied.
+  if (NC.Modeled && CacheAppends.contains(&N))
+    NC.Fwd.Bytes = 2 * valueBytes(N.input(1), FloatBytes);
   // An inference runtime folds what depends on weights and constants alone
   // (a transposed or dequantized weight) once, at load (ONNX Runtime's
   // constant folding): no per-pass cost.

@@ -1,5 +1,5 @@
 //===- KVCache.cpp - A decoder's cached keys and values, by structure -----===//
-#include "passes/inference/Inference.h"
+#include "passes/cost/KVCache.h"
 
 using namespace ridge;
 
