@@ -307,7 +307,8 @@ py::object planServing(py::handle Model, Options &O, const LoadOptions &LO, Conf
   PO.PP = O.get<unsigned>("pp");
   PO.Top = O.get<unsigned>("show").value_or(5);
   if (auto V = O.get<std::string>("objective"))
-    PO.Throughput = choose<bool>("plan", "objective", *V, {{"latency", false}, {"throughput", true}});
+    PO.Throughput =
+        choose<bool>("plan", "objective", *V, {{"latency", false}, {"throughput", true}});
   std::string BatchDim = O.get<std::string>("batch_dim").value_or("");
   for (const char *Training : {"global_batch", "micro_batch", "dp"})
     if (O.get<int64_t>(Training))

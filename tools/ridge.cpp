@@ -599,7 +599,8 @@ static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
-  auto R = analyzeServing(servingLoader(**Src, LO, PlanBatchDim, "analyze --batch"), C, SO, Diags);
+  auto R =
+      analyzeServing(servingLoader(**Src, LO, PlanBatchDim, "analyze --batch"), C, SO, Diags);
   Diags.flush(llvm::errs());
   if (!R)
     return fail(R.takeError());
@@ -632,8 +633,8 @@ static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEn
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
-  auto R = planInference(servingLoader(**Src, LO, PlanBatchDim, "plan --inference --batch"), C, SO, PO,
-                         Diags);
+  auto R = planInference(servingLoader(**Src, LO, PlanBatchDim, "plan --inference --batch"),
+                         C, SO, PO, Diags);
   Diags.flush(llvm::errs());
   if (!R)
     return fail(R.takeError());

@@ -53,7 +53,8 @@ public:
     Copied += Slice.size();
     if (!List.empty() && List.back().Owned.empty() && !List.back().Slice.empty() &&
         List.back().Slice.end() == Slice.begin()) {
-      List.back().Slice = StringRef(List.back().Slice.data(), List.back().Slice.size() + Slice.size());
+      StringRef &Last = List.back().Slice;
+      Last = StringRef(Last.data(), Last.size() + Slice.size());
       return;
     }
     List.push_back({Slice, {}});
@@ -250,8 +251,9 @@ private:
       if (!F.next(Num, Wire) || !F.skip(Wire))
         return fileError(InPath, "--annotate: the graph is not valid protobuf");
       StringRef Field = bytesBetween(Start, F.pos());
-      if (Wire != LengthDelim ||
-          (Num != fields::GraphNode && Num != fields::GraphOutput && Num != fields::GraphValueInfo)) {
+      bool Rewritten = Num == fields::GraphNode || Num == fields::GraphOutput ||
+                       Num == fields::GraphValueInfo;
+      if (Wire != LengthDelim || !Rewritten) {
         Out.copy(Field);
         continue;
       }

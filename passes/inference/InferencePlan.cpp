@@ -145,7 +145,7 @@ InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, uns
   E.R = N / (T * P);
   E.TPInterNode = T > PerNode;
   bool PPInter = uint64_t(T) * P > PerNode;
-  LinkUse TPLink = linkFor(D, E.TPInterNode), PPLink = linkFor(D, PPInter);
+  LinkUse TPLink = ringLink(D, 1, T, PerNode), PPLink = linkFor(D, PPInter);
   // Node times at degree T.
   std::vector<double> Time(Nodes);
   for (size_t I = 0; I < Nodes; ++I) {

@@ -23,4 +23,19 @@ LinkUse ridge::linkFor(const Device &D, bool Inter) {
   return {Use.Bandwidth * (Inter ? D.EffInterNode : D.EffIntraNode), Use.Latency};
 }
 
+unsigned ridge::ringMembersPerNode(unsigned Stride, unsigned Size, unsigned PerNode) {
+  return Stride >= PerNode ? 1u : std::max(1u, std::min(Size, PerNode / Stride));
+}
+
+LinkUse ridge::ringLink(const Device &D, unsigned Stride, unsigned Size, unsigned PerNode) {
+  bool Inter = Size > 1 && uint64_t(Stride) * Size > PerNode;
+  LinkUse L = linkFor(D, Inter);
+  if (!Inter)
+    return L;
+  L.Bandwidth *= ringMembersPerNode(Stride, Size, PerNode);
+  if (D.IntraNode.present())
+    L.Bandwidth = std::min(L.Bandwidth, linkFor(D, false).Bandwidth);
+  return L;
+}
+
 double ridge::amdahlSpeedup(double P, double S) { return 1.0 / ((1.0 - P) + P / S); }

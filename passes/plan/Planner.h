@@ -155,6 +155,18 @@ struct LinkUse {
 };
 LinkUse linkFor(const Device &D, bool InterNode);
 
+/// Members on one node of a group of Size ranks Stride apart, PerNode
+/// devices to a node (1 when each node holds one).
+unsigned ringMembersPerNode(unsigned Stride, unsigned Size, unsigned PerNode);
+
+/// The link a ring collective over such a group gets per rank. Within a
+/// node: the intra-node link. Across nodes, a device file's inter-node
+/// figure is per device (a DGX/HGX node has one NIC per GPU) and NCCL runs a
+/// ring per NIC, so a group with g members on each node spreads its
+/// inter-node traffic over their g NICs while each member's intra-node link
+/// carries all of it: min(g x inter, intra), at the inter-node latency.
+LinkUse ringLink(const Device &D, unsigned Stride, unsigned Size, unsigned PerNode);
+
 /// Amdahl's law: speedup of a fraction P sped up S times.
 double amdahlSpeedup(double P, double S);
 

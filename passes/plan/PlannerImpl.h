@@ -394,28 +394,17 @@ private:
 
   double linkBandwidth(bool Inter) const { return linkFor(Dev, Inter).Bandwidth; }
   /// The per-rank bandwidth of a ring collective over a group of Size ranks
-  /// Stride apart. Within a node: the intra-node link. Across nodes, the
-  /// device file's inter-node figure is per device (a DGX/HGX node has one
-  /// NIC per GPU) and NCCL runs a ring per NIC, so a group with g members on
-  /// each node spreads its inter-node traffic over their g NICs while each
-  /// member's intra-node link carries all of it: min(g x inter, intra).
-  /// (g = 1, one member per node, as for the data-parallel group of t = 8:
-  /// the inter-node link alone.)
+  /// Stride apart (ringLink: min(g x inter, intra) across nodes; g = 1, one
+  /// member per node, as for the data-parallel group of t = 8: the
+  /// inter-node link alone).
   double groupBandwidth(unsigned Stride, unsigned Size) const {
-    if (!crossesNodes(Stride, Size))
-      return linkBandwidth(false);
-    double Inter = membersPerNode(Stride, Size) * linkBandwidth(true);
-    return Dev.IntraNode.present() ? std::min(Inter, linkBandwidth(false)) : Inter;
-  }
-  /// Members of such a group on one node.
-  unsigned membersPerNode(unsigned Stride, unsigned Size) const {
-    return Stride >= K ? 1u : std::max(1u, std::min(Size, K / Stride));
+    return ringLink(Dev, Stride, Size, K).Bandwidth;
   }
   /// "intra-node", "inter-node", or "inter-node, g NICs per node".
   std::string tierName(unsigned Stride, unsigned Size) const {
     if (!crossesNodes(Stride, Size))
       return "intra-node";
-    unsigned G = membersPerNode(Stride, Size);
+    unsigned G = ringMembersPerNode(Stride, Size, K);
     return G > 1 ? "inter-node, " + std::to_string(G) + " NICs per node" : "inter-node";
   }
   double linkLatency(bool Inter) const { return linkFor(Dev, Inter).Latency; }

@@ -293,8 +293,8 @@ void printChosenKnobs(const PlanResult &R, const PlanEval &W, llvm::raw_ostream 
     else
       OS << formatv("    --{0} {1}", K.Knob, K.Value);
     if (K.Other)
-      OS << formatv(": the fastest with another value, {0}, takes {1} ({2})", configName(K.Other->C),
-                    ms(K.Other->StepSeconds),
+      OS << formatv(": the fastest with another value, {0}, takes {1} ({2})",
+                    configName(K.Other->C), ms(K.Other->StepSeconds),
                     signedPercent(100 * (K.Other->StepSeconds / W.StepSeconds - 1)));
     else
       OS << ": no other value fits";
