@@ -6,7 +6,7 @@ using namespace ridge;
 namespace ridge::plan {
 
 void Planner::sizeWorkspace(Workspace &W) {
-  size_t NPos = Pos.size(), NSlots = 2 * ClassRep.size();
+  size_t NPos = Pos.size(), NSlots = 4 * ClassRep.size();
   Group &G = W.G;
   G.TPT.resize(NPos);
   G.TPF.resize(NPos);
@@ -80,16 +80,55 @@ void Planner::placeSlots(Workspace &W) {
   double Mb = double(G.B);
   unsigned T = G.T;
   G.SlotOf = TP.SlotOf.data();
+  bool Kernels = hasKernelModel(Dev, Cfg);
   for (uint32_t Slot : TP.UsedSlots) {
-    unsigned Sp = Slot & 1;
-    const Position &X = *ClassRep[Slot >> 1];
+    unsigned Kind = Slot & 3, Sp = Kind != 0;
+    const Position &X = *ClassRep[Slot >> 2];
     double Scale = Sp ? 1.0 / T : 1.0;
     PhaseCost F = X.Fwd.at(Mb, Scale), Bc = X.Bwd.at(Mb, Scale);
-    G.SlotTF[Slot] = placeOnDevice(F, Dev, X.Type, Cfg).Seconds;
-    G.SlotTB[Slot] = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg).Seconds : 0;
+    if (Kernels && X.Product) {
+      productTimes(W, X, Mb, Kind, T, G.SlotTF[Slot], G.SlotTB[Slot]);
+    } else {
+      G.SlotTF[Slot] = placeOnDevice(F, Dev, X.Type, Cfg).Seconds;
+      G.SlotTB[Slot] = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg).Seconds : 0;
+    }
     W.SlotMF[Slot] = (X.Fwd.Flops.at(Mb) + X.Bwd.Flops.at(Mb)) * T * Scale;
     W.SlotMM0[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 1 + X.Bwd.Macs.at(Mb)) * T * Scale;
     W.SlotMM1[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 2 + X.Bwd.Macs.at(Mb)) * T * Scale;
+  }
+}
+
+void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,
+                           unsigned T, double &Fwd, double &Bwd) {
+  // The product at micro-batch Mb (each dim affine between 1 and 2), split
+  // by tensor parallelism as its sharding says: a column split divides N,
+  // a row split K, another split (attention's heads) the batch.
+  auto At = [&](double A, double B) { return A + (B - A) * (Mb - 1); };
+  GemmShape S{At(X.G1.Batch, X.G2.Batch), At(X.G1.M, X.G2.M), At(X.G1.N, X.G2.N),
+              At(X.G1.K, X.G2.K)};
+  if (Kind == 1)
+    S.N /= T;
+  else if (Kind == 2)
+    S.K /= T;
+  else if (Kind == 3)
+    (S.Batch >= T ? S.Batch : S.M) /= T;
+  MathUnit U = mathUnit(Dev, X.Type, Cfg);
+  double Elem = dtypeBytes(X.Type);
+  auto Time = [&](const GemmShape &G) {
+    GemmMemo::Key K{G.Batch, G.M, G.N, G.K, U.PeakPerSM, U.Efficiency, double(U.Tensor), Elem};
+    auto [It, New] = W.Memo.Times.try_emplace(K);
+    if (New)
+      It->second = kernels::gemm("gemm", G, U, Dev.ComputeUnits, Elem, Dev.MemBandwidth,
+                                 Dev.LaunchOverhead);
+    return It->second.Seconds;
+  };
+  Fwd = Time(S);
+  Bwd = 0;
+  if (X.NeedsBackward) {
+    if (X.GradA)
+      Bwd += Time({S.Batch, S.M, S.K, S.N});
+    if (X.GradB)
+      Bwd += Time({S.Batch, S.K, S.N, S.M});
   }
 }
 

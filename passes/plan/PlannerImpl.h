@@ -78,6 +78,12 @@ struct Position {
   AffinePhase Fwd, Bwd;
   bool NeedsBackward = false;
   DType Type = DType::Float;
+  /// A matrix product (MatMul, Gemm) whose shape is known at both
+  /// micro-batches: its GEMM at micro-batch 1 and 2 (each dim affine in
+  /// the micro-batch), and which operands' gradients the backward computes.
+  /// The kernel model times it, as `analyze` does.
+  bool Product = false, GradA = false, GradB = false;
+  GemmShape G1, G2;
 };
 
 /// A tensor-parallel collective's kind and full tensor bytes.
@@ -238,6 +244,10 @@ private:
     double In = 0;                  ///< graph input bytes
     size_t NumNodes = 0, NumValues = 0;
     std::vector<bool> Modeled;      ///< micro-batch 2: each cost row's Modeled
+    /// Per position: the matrix product's shape (productShape) and bit 0/1:
+    /// its A/B operand needs a gradient.
+    std::vector<std::optional<GemmShape>> Gemm;
+    std::vector<uint8_t> GemmGrad;
   };
   struct LoadSync;
   /// prepare()'s steps: load and cost micro-batch I + 1 (micro-batch 1 is
@@ -316,10 +326,11 @@ private:
   /// What evaluating a configuration writes: one per search thread.
   struct Workspace {
     Group G; ///< the current group
-    // Per slot (2 class + split): FLOP terms of the current group, for the
+    // Per slot (4 class + split kind): FLOP terms of the current group, for the
     // slots its plan uses (their times are in the group).
     std::vector<double> SlotMF, SlotMM0, SlotMM1;
     std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
+    GemmMemo Memo; ///< products timed by the kernel model (one per thread)
   };
   Workspace Work[2];
   /// Sharding propagations computed ahead on Worker, by (t, sp).
@@ -342,6 +353,10 @@ private:
   void sumCollectives(Workspace &W, const TPPlan *Last);
   void placeSlots(Workspace &W);
   void sumPositions(Workspace &W);
+  /// A matrix product's forward and backward time by the kernel model, at
+  /// micro-batch Mb and degree T (Kind: its slot's split kind).
+  void productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind, unsigned T,
+                    double &Fwd, double &Bwd);
   void sumActivations(Group &G);
   void checkExactSums(Group &G);
   /// What the partition (recomputation, P stages, V chunks each) of Gr's

@@ -152,6 +152,14 @@ llvm::Error Planner::loadSide(int I, const BatchLoader &Load, LoadSync &Sync,
   collect(Mod, Cost, X.Full, X.Sel, FloatBytes, X.F, X.B, X.S, X.SS, X.Ck);
   X.Live = liveBytes(*Mod.Main, FloatBytes);
   const Graph &Main = *Mod.Main;
+  X.Gemm.assign(Main.Nodes.size(), std::nullopt);
+  X.GemmGrad.assign(Main.Nodes.size(), 0);
+  for (const NodeCost &NC : Cost.Nodes)
+    if (NC.N->Parent == &Main && NC.Modeled)
+      if (std::optional<GemmShape> S = productShape(*NC.N)) {
+        X.Gemm[NC.N->Index] = *S;
+        X.GemmGrad[NC.N->Index] = uint8_t(NC.inputNeedsGrad(0)) | uint8_t(NC.inputNeedsGrad(1)) << 1;
+      }
   for (const Value *V : Main.Inputs)
     if (!V->isInitializer())
       X.In += V->numBytes().value_or(0);
@@ -262,6 +270,13 @@ void Planner::fitPositions(BatchSide Sides[2]) {
     SelAff[P] = Affine::fit(SS[0][P], SS[1][P]);
     CkAff[P] = Affine::fit(Ck[0][P], Ck[1][P]);
     Cut[P] = Ck[0][P] > 0;
+    if (Sides[0].Gemm[P] && Sides[1].Gemm[P]) {
+      X.Product = true;
+      X.G1 = *Sides[0].Gemm[P];
+      X.G2 = *Sides[1].Gemm[P];
+      X.GradA = Sides[0].GemmGrad[P] & 1;
+      X.GradB = Sides[0].GemmGrad[P] & 2;
+    }
     X.Type = Cfg.ComputeDType.value_or(DType::Float);
     for (const Value *V : X.N->Outputs)
       if (!Cfg.ComputeDType && V && isFloatingPoint(V->Elem)) {
@@ -348,10 +363,12 @@ void Planner::classifyPositions() {
   // every micro-batch and split: one class each.
   struct Key {
     std::array<uint64_t, 16> Bits;
+    std::array<double, 10> Gemm; ///< a product's shapes and gradients (else 0)
     uint8_t Type;
     bool NeedsBackward;
     bool operator==(const Key &O) const {
-      return Bits == O.Bits && Type == O.Type && NeedsBackward == O.NeedsBackward;
+      return Bits == O.Bits && Gemm == O.Gemm && Type == O.Type &&
+             NeedsBackward == O.NeedsBackward;
     }
   };
   struct Hash {
@@ -360,6 +377,11 @@ void Planner::classifyPositions() {
       for (uint64_t B : K.Bits) {
         H = (H ^ B) * 1099511628211ULL;
         H ^= H >> 29;
+      }
+      for (double G : K.Gemm) {
+        uint64_t B;
+        std::memcpy(&B, &G, sizeof(B));
+        H = (H ^ B) * 1099511628211ULL;
       }
       return size_t(H);
     }
@@ -377,6 +399,10 @@ void Planner::classifyPositions() {
     Key Ky;
     Put(Ky.Bits.data(), X.Fwd);
     Put(Ky.Bits.data() + 8, X.Bwd);
+    Ky.Gemm = {};
+    if (X.Product)
+      Ky.Gemm = {X.G1.Batch, X.G1.M, X.G1.N, X.G1.K, X.G2.Batch,
+                 X.G2.M,     X.G2.N, X.G2.K, double(X.GradA), double(X.GradB)};
     Ky.Type = uint8_t(X.Type);
     Ky.NeedsBackward = X.NeedsBackward;
     auto [It, New] = Classes.try_emplace(Ky, uint32_t(ClassRep.size()));

@@ -112,11 +112,18 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   TP.PreSplit.assign(Pos.size() + 1, 0);
   ExactSum XOwn, XSplit;
   TP.SlotOf.resize(Pos.size());
-  std::vector<uint8_t> SlotSeen(2 * ClassRep.size(), 0);
+  std::vector<uint8_t> SlotSeen(4 * ClassRep.size(), 0);
   for (size_t P = 0; P < Pos.size(); ++P) {
     TP.SplitU8[P] = TP.Sharding.Split[P];
     TP.AnySplit |= TP.SplitU8[P];
-    uint32_t Slot = 2 * ClassOf[P] + TP.SplitU8[P];
+    // 4 class + 0 (not split), 1 (a column-split weight product), 2 (row),
+    // 3 (split otherwise): the kernel model splits a product's N, K or batch.
+    WeightSplitKind W = TP.Sharding.WeightSplit[P];
+    uint32_t Kind = !TP.SplitU8[P]                  ? 0
+                    : W == WeightSplitKind::Col     ? 1
+                    : W == WeightSplitKind::Row     ? 2
+                                                    : 3;
+    uint32_t Slot = 4 * ClassOf[P] + Kind;
     TP.SlotOf[P] = Slot;
     if (!SlotSeen[Slot]) {
       SlotSeen[Slot] = 1;

@@ -222,10 +222,32 @@ double dim(const Shape &S, int I) {
 /// MatMul/Gemm: the forward product, and backward dA = dY B^T (M x K, inner
 /// N) and dB = A^T dY (K x N, inner M) for the inputs that need them.
 bool productKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
-  const Node &N = *C.NC.N;
-  const Shape *A = C.shape(0), *B = C.shape(1), *Y = C.outShape();
-  if (!A || !B || !Y || A->rank() == 0 || B->rank() == 0)
+  std::optional<GemmShape> Shape = productShape(*C.NC.N);
+  if (!Shape)
     return false;
+  GemmShape S = *Shape;
+  if (!Bwd) {
+    Out.Kernels.push_back(C.gemm("gemm", S));
+    return true;
+  }
+  if (C.NC.inputNeedsGrad(0))
+    Out.Kernels.push_back(C.gemm("gemm dA", {S.Batch, S.M, S.K, S.N}));
+  if (C.NC.inputNeedsGrad(1))
+    Out.Kernels.push_back(C.gemm("gemm dB", {S.Batch, S.K, S.N, S.M}));
+  return true;
+}
+
+} // namespace
+
+std::optional<GemmShape> ridge::productShape(const Node &N) {
+  if (!N.Domain.empty() || (N.OpType != "MatMul" && N.OpType != "Gemm"))
+    return std::nullopt;
+  auto Known = [](const Value *V) -> const Shape * {
+    return V && V->Shp && V->Shp->isFullyKnown() ? &*V->Shp : nullptr;
+  };
+  const Shape *A = Known(N.input(0)), *B = Known(N.input(1)), *Y = Known(N.output(0));
+  if (!A || !B || !Y || A->rank() == 0 || B->rank() == 0)
+    return std::nullopt;
   GemmShape S;
   S.K = dim(*A, -1);
   S.M = A->rank() >= 2 ? dim(*A, -2) : 1;
@@ -247,16 +269,10 @@ bool productKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
     S.M *= S.Batch;
     S.Batch = 1;
   }
-  if (!Bwd) {
-    Out.Kernels.push_back(C.gemm("gemm", S));
-    return true;
-  }
-  if (C.NC.inputNeedsGrad(0))
-    Out.Kernels.push_back(C.gemm("gemm dA", {S.Batch, S.M, S.K, S.N}));
-  if (C.NC.inputNeedsGrad(1))
-    Out.Kernels.push_back(C.gemm("gemm dB", {S.Batch, S.K, S.N, S.M}));
-  return true;
+  return S;
 }
+
+namespace {
 
 /// Conv as implicit GEMMs (see the header); depthwise as a streaming kernel.
 bool convKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {

@@ -156,6 +156,11 @@ MathUnit mathUnit(const Device &D, DType T, const Config &Cfg);
 /// under Cfg (not --time-model roofline).
 bool hasKernelModel(const Device &D, const Config &Cfg);
 
+/// The product a MatMul or Gemm node runs, from its shapes (a weight of
+/// rank <= 2 shared by the batch folds the batch into M); nullopt for
+/// another op or unknown shapes.
+std::optional<GemmShape> productShape(const Node &N);
+
 /// The kernels of Node N's forward (Bwd = false) or backward phase, with
 /// NC's counts; falls back to one streaming kernel for ops without a rule.
 /// Memo (optional) keeps products timed across calls on the same device;
