@@ -42,6 +42,26 @@ ROWS = [
 ]
 
 
+def gpt_model(path, l, h, a):
+    """The GPT of l layers, hidden h, a heads (bench/gen_gpt.py, weights as
+    absent external data) at path, written unless it is there."""
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_gpt.py"),
+                        "--layers", str(l), "--hidden", str(h), "--heads", str(a),
+                        "--seq", str(S), "--vocab", str(V), "--batch", "batch",
+                        "--mask", "trilu", "--out", path],
+                       check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+def plan_cmd(ridge, model, n, B):
+    """`ridge plan` as both tables run it: A100-SXM4-80GB, fp16, n GPUs in
+    nodes of 8, global batch B, JSON."""
+    return [ridge, "plan", model, "--device", "A100-SXM4-80GB", "--dtype", "fp16",
+            "--devices", str(n), "--devices-per-node", "8", "--global-batch", str(B),
+            "--format", "json"]
+
+
 def formula_params(l, h):
     return 12 * l * h * h * (1 + 13 / (12 * h) + (V + S) / (12 * l * h))
 
@@ -84,19 +104,12 @@ def table2(args):
     errors, preds, fits = [], {}, True
     for scheme, pb, n, B, mb, meas in TABLE2:
         a, h, l = SHAPES[pb]
-        model = os.path.join(args.out, f"gpt-table2-{pb}.onnx")
-        if not os.path.exists(model):
-            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_gpt.py"),
-                            "--layers", str(l), "--hidden", str(h), "--heads", str(a),
-                            "--seq", str(S), "--vocab", str(V), "--batch", "batch",
-                            "--mask", "trilu", "--out", model],
-                           check=True, stdout=subprocess.DEVNULL)
+        model = gpt_model(os.path.join(args.out, f"gpt-table2-{pb}.onnx"), l, h, a)
         t, p = PTDP[pb] if scheme == "PTD-P" else (1, 1)
         d = n // (t * p)
-        cmd = [args.ridge, "plan", model, "--device", "A100-SXM4-80GB", "--dtype", "fp16",
-               "--devices", str(n), "--devices-per-node", "8", "--global-batch", str(B),
-               "--tp", str(t), "--pp", str(p), "--dp", str(d), "--micro-batch", str(mb),
-               "--recompute", "full", "--sequence-parallel=false", "--format", "json"]
+        cmd = plan_cmd(args.ridge, model, n, B) + [
+            "--tp", str(t), "--pp", str(p), "--dp", str(d), "--micro-batch", str(mb),
+            "--recompute", "full", "--sequence-parallel=false"]
         if scheme == "ZeRO-3":
             cmd += ["--zero", "3", "--interleave", "1", "--overlap-grad-reduce=true"]
         else:
@@ -164,19 +177,12 @@ def main():
     ok = True
     for i, (pb, a, h, l, t, p, n, B, meas) in enumerate(ROWS[lo - 1:hi], lo):
         d = n // (t * p)
-        model = os.path.join(args.out, f"gpt-megatron-{i}.onnx")
-        if not os.path.exists(model):
-            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_gpt.py"),
-                            "--layers", str(l), "--hidden", str(h), "--heads", str(a),
-                            "--seq", str(S), "--vocab", str(V), "--batch", "batch",
-                            "--mask", "trilu", "--out", model],
-                           check=True, stdout=subprocess.DEVNULL)
+        model = gpt_model(os.path.join(args.out, f"gpt-megatron-{i}.onnx"), l, h, a)
         # Megatron-LM all-reduces gradients after the whole backward unless
         # --overlap-grad-reduce (off by default) is given: so does ridge
         # here, for the paper's configuration and for its own plan alike.
-        base = [args.ridge, "plan", model, "--device", "A100-SXM4-80GB", "--dtype", "fp16",
-                "--devices", str(n), "--devices-per-node", "8", "--global-batch", str(B),
-                "--overlap-grad-reduce=false", "--format", "json"] + args.extra.split()
+        base = plan_cmd(args.ridge, model, n, B) + ["--overlap-grad-reduce=false"] + \
+            args.extra.split()
         # The paper's runs (2021) had full recomputation and neither sequence
         # parallelism nor ZeRO.
         fixed = subprocess.run(base + ["--tp", str(t), "--pp", str(p), "--dp", str(d),

@@ -20,6 +20,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLTraits.h"
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -728,6 +729,29 @@ llvm::Error ridge::checkReserve(const Device &D) {
               D.withReserve(0, true) / 1e9, D.MemReserve / 1e9, D.MemCollectiveBuffers / 1e9,
               D.Name, D.MemCapacity / 1e9)
           .str());
+}
+
+llvm::Expected<Device>
+ridge::withReserveOverrides(const Device &D, const ReserveOverrides &O,
+                            llvm::function_ref<std::string(const char *)> Name) {
+  Device T = D;
+  for (auto [Key, Value, Field] :
+       {std::tuple{"memory_reserve", O.Reserve, &T.MemReserve},
+        std::tuple{"collective_buffers", O.CollectiveBuffers, &T.MemCollectiveBuffers}}) {
+    if (!Value)
+      continue;
+    if (*Value < 0)
+      return usageError(Name(Key) + " must not be negative");
+    *Field = *Value;
+  }
+  if (O.Fragmentation) {
+    if (!(*O.Fragmentation >= 0 && *O.Fragmentation < 1))
+      return usageError(Name("fragmentation") + " must be in [0, 1)");
+    T.MemFragmentation = *O.Fragmentation;
+  }
+  if (llvm::Error E = checkReserve(T))
+    return usageError(llvm::toString(std::move(E)));
+  return T;
 }
 
 ReserveDefaults ridge::reserveDefaults(StringRef Kind) {

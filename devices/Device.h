@@ -11,6 +11,7 @@
 
 #include "analyzer/ir/DType.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -56,6 +57,18 @@ struct Device;
 /// An error (naming D) when D's reserve and collective buffers take all of
 /// its memory.
 llvm::Error checkReserve(const Device &D);
+
+/// What a run asks of the reserve (--memory-reserve, --collective-buffers,
+/// --fragmentation; the Python module's keywords): unset keeps the file's.
+struct ReserveOverrides {
+  std::optional<double> Reserve, CollectiveBuffers, Fragmentation;
+};
+/// D with O applied, checked: bytes not negative, the fragmentation in
+/// [0, 1), and something of D's memory left (checkReserve). Errors name the
+/// option as Name gives it for its key ("memory_reserve",
+/// "collective_buffers", "fragmentation").
+llvm::Expected<Device> withReserveOverrides(const Device &D, const ReserveOverrides &O,
+                                            llvm::function_ref<std::string(const char *)> Name);
 
 struct Device {
   std::string Name;

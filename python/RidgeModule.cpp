@@ -21,7 +21,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <optional>
 #include <set>
+#include <type_traits>
 #include <stdexcept>
 
 namespace py = pybind11;
@@ -38,14 +40,6 @@ template <typename T> T take(llvm::Expected<T> E) {
   if (!E)
     throw RidgeError(llvm::toString(E.takeError()));
   return std::move(*E);
-}
-
-py::object loadsJson(const llvm::json::Value &V) {
-  std::string Text;
-  llvm::raw_string_ostream OS(Text);
-  OS << V;
-  OS.flush();
-  return py::module_::import("json").attr("loads")(Text);
 }
 
 /// The keyword options, each taken once; what is left over is an error.
@@ -104,27 +98,13 @@ Devices devicesFor(Options &O) {
 /// --memory-reserve, --collective-buffers, --fragmentation, on a copy of the
 /// chosen device (D.Dev then points to it).
 void applyReserve(const char *Fn, Options &O, Devices &D) {
-  auto Reserve = O.get<double>("memory_reserve");
-  auto Buffers = O.get<double>("collective_buffers");
-  auto Frag = O.get<double>("fragmentation");
-  if (!Reserve && !Buffers && !Frag)
+  ReserveOverrides R{O.get<double>("memory_reserve"), O.get<double>("collective_buffers"),
+                     O.get<double>("fragmentation")};
+  if (!R.Reserve && !R.CollectiveBuffers && !R.Fragmentation)
     return;
-  Device T = *D.Dev;
-  if ((Reserve && *Reserve < 0) || (Buffers && *Buffers < 0))
-    throw RidgeError(llvm::formatv("{0}: memory_reserve and collective_buffers must not be "
-                                   "negative",
-                                   Fn)
-                         .str());
-  if (Frag && !(*Frag >= 0 && *Frag < 1))
-    throw RidgeError(llvm::formatv("{0}: fragmentation must be in [0, 1)", Fn).str());
-  if (Reserve)
-    T.MemReserve = *Reserve;
-  if (Buffers)
-    T.MemCollectiveBuffers = *Buffers;
-  if (Frag)
-    T.MemFragmentation = *Frag;
-  if (llvm::Error E = checkReserve(T))
-    throw RidgeError(llvm::toString(std::move(E)));
+  Device T = take(withReserveOverrides(*D.Dev, R, [&](const char *Key) {
+    return std::string(Fn) + ": " + Key;
+  }));
   D.All.push_back(std::move(T)); // D.Dev may dangle now: it is set below
   D.Dev = &D.All.back();
 }
@@ -198,10 +178,43 @@ Config config(const char *Fn, Options &O, const Device *Dev, bool Plan) {
   return C;
 }
 
+/// A printer's JSON text as Python objects.
+template <typename PrintFn> py::object printedJson(PrintFn Print) {
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  Print(OS);
+  OS.flush();
+  return py::module_::import("json").attr("loads")(Text);
+}
+
+/// The result of an analysis run with the GIL released (ridge plan loads
+/// and searches on two threads), or RidgeError with its message.
+template <typename Fn> auto withoutGil(Fn Run) {
+  using T = std::remove_reference_t<decltype(*Run())>;
+  std::optional<T> Out;
+  std::string Failed;
+  {
+    py::gil_scoped_release Release;
+    auto R = Run();
+    if (R)
+      Out = std::move(*R);
+    else
+      Failed = llvm::toString(R.takeError());
+  }
+  if (!Out)
+    throw RidgeError(Failed);
+  return std::move(*Out);
+}
+
+/// The model given as its bytes (bytes, bytearray, memoryview).
+bool isBytes(py::handle Model) {
+  return py::isinstance<py::bytes>(Model) || py::isinstance<py::bytearray>(Model) ||
+         py::isinstance<py::memoryview>(Model);
+}
+
 /// A path (str or os.PathLike) or the model's bytes.
 std::unique_ptr<ModelSource> openModel(py::handle Model, const LoadOptions &LO) {
-  if (py::isinstance<py::bytes>(Model) || py::isinstance<py::bytearray>(Model) ||
-      py::isinstance<py::memoryview>(Model)) {
+  if (isBytes(Model)) {
     std::string Bytes = py::bytes(py::module_::import("builtins").attr("bytes")(Model));
     return take(ModelSource::openBuffer(llvm::MemoryBuffer::getMemBufferCopy(Bytes, "<bytes>"),
                                         "<bytes>", LO));
@@ -216,14 +229,6 @@ std::unique_ptr<ModelSource> openModel(py::handle Model, const LoadOptions &LO) 
   return take(ModelSource::open(Path, LO));
 }
 
-/// A printer's JSON text as Python objects.
-template <typename PrintFn> py::object printedJson(PrintFn Print) {
-  std::string Text;
-  llvm::raw_string_ostream OS(Text);
-  Print(OS);
-  OS.flush();
-  return py::module_::import("json").attr("loads")(Text);
-}
 
 /// prompt, context, batch: the serving options (Sweep as given).
 ServingOptions servingOptions(Options &O) {
@@ -234,10 +239,6 @@ ServingOptions servingOptions(Options &O) {
   return SO;
 }
 
-bool isBytes(py::handle Model) {
-  return py::isinstance<py::bytes>(Model) || py::isinstance<py::bytearray>(Model) ||
-         py::isinstance<py::memoryview>(Model);
-}
 
 /// report=, annotate=, roofline=: the files written beside the result,
 /// checked as the CLI checks its flags.
@@ -291,7 +292,7 @@ py::object analyze(py::handle Model, py::kwargs KW) {
   llvm::json::Value Doc = take(analyzeDocument(*M, AM));
   if (llvm::Error E = writeAnalyzeFiles(*M, AM, &Doc))
     throw RidgeError(llvm::toString(std::move(E)));
-  return loadsJson(Doc);
+  return printedJson([&](llvm::raw_ostream &OS) { OS << Doc; });
 }
 
 /// plan(inference=True): tensor parallelism, stages and replicas for one
@@ -322,18 +323,9 @@ py::object planServing(py::handle Model, Options &O, const LoadOptions &LO, Conf
   O.finish();
   std::unique_ptr<ModelSource> Src = openModel(Model, LO);
   DiagnosticEngine Diags;
-  InferencePlanResult R;
-  std::string Failed;
-  {
-    py::gil_scoped_release Release;
-    auto P = planInference(servingLoader(*Src, LO, BatchDim, "plan batch="), C, SO, PO, Diags);
-    if (P)
-      R = std::move(*P);
-    else
-      Failed = llvm::toString(P.takeError());
-  }
-  if (!Failed.empty())
-    throw RidgeError(Failed);
+  InferencePlanResult R = withoutGil([&] {
+    return planInference(servingLoader(*Src, LO, BatchDim, "plan batch="), C, SO, PO, Diags);
+  });
   return printedJson([&](llvm::raw_ostream &OS) { printInferencePlan(R, C, OS); });
 }
 
@@ -373,18 +365,7 @@ py::object plan(py::handle Model, py::kwargs KW) {
     return loadModelAtBatch(*Src, LO, BatchDim, Batch, Diags);
   };
   DiagnosticEngine Diags;
-  PlanResult R;
-  std::string Failed;
-  {
-    py::gil_scoped_release Release; // the planner loads on two threads
-    auto P = planParallelism(Load, C, PO, Diags);
-    if (P)
-      R = std::move(*P);
-    else
-      Failed = llvm::toString(P.takeError());
-  }
-  if (!Failed.empty())
-    throw RidgeError(Failed);
+  PlanResult R = withoutGil([&] { return planParallelism(Load, C, PO, Diags); });
   if (!C.ReportPath.empty())
     if (llvm::Error E = writePlanHtml(R, C, Src->path(), C.ReportPath))
       throw RidgeError(llvm::toString(std::move(E)));

@@ -21,6 +21,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
@@ -402,28 +403,20 @@ static llvm::Expected<const Device *> selectDevice(const std::vector<Device> &De
 }
 
 /// The target with --memory-reserve, --collective-buffers and
-/// --fragmentation applied; an error when they are out of range or leave
-/// nothing of its memory.
+/// --fragmentation applied, checked.
 static llvm::Expected<Device> withReserveOptions(const Device &D) {
-  Device T = D;
-  if (MemReserveOpt.getNumOccurrences()) {
-    if (MemReserveOpt < 0)
-      return usageError("--memory-reserve must not be negative");
-    T.MemReserve = MemReserveOpt;
-  }
-  if (CollectiveBuffersOpt.getNumOccurrences()) {
-    if (CollectiveBuffersOpt < 0)
-      return usageError("--collective-buffers must not be negative");
-    T.MemCollectiveBuffers = CollectiveBuffersOpt;
-  }
-  if (FragmentationOpt.getNumOccurrences()) {
-    if (!(FragmentationOpt >= 0 && FragmentationOpt < 1))
-      return usageError("--fragmentation must be in [0, 1)");
-    T.MemFragmentation = FragmentationOpt;
-  }
-  if (llvm::Error E = checkReserve(T))
-    return usageError(llvm::toString(std::move(E)));
-  return T;
+  ReserveOverrides O;
+  if (MemReserveOpt.getNumOccurrences())
+    O.Reserve = MemReserveOpt;
+  if (CollectiveBuffersOpt.getNumOccurrences())
+    O.CollectiveBuffers = CollectiveBuffersOpt;
+  if (FragmentationOpt.getNumOccurrences())
+    O.Fragmentation = FragmentationOpt;
+  return withReserveOverrides(D, O, [](const char *Key) {
+    std::string Flag = "--" + std::string(Key);
+    std::replace(Flag.begin(), Flag.end(), '_', '-');
+    return Flag;
+  });
 }
 
 /// --dim, --input-shape and --no-shape-inference.

@@ -105,24 +105,15 @@ private:
   uint64_t Size = 0, Copied = 0;
 };
 
-StringRef bytesBetween(const uint8_t *Begin, const uint8_t *End) {
-  return StringRef(reinterpret_cast<const char *>(Begin), End - Begin);
-}
-
 /// The first length-delimited field Num of Message (its contents), if any.
 std::optional<StringRef> firstString(StringRef Message, uint64_t Num) {
   FieldReader F(Message);
-  while (!F.done()) {
-    uint64_t N;
-    unsigned Wire;
-    if (!F.next(N, Wire))
-      return std::nullopt;
-    StringRef S;
+  uint64_t N;
+  unsigned Wire;
+  StringRef Raw, Sub;
+  while (!F.done() && F.nextField(N, Wire, Raw, Sub))
     if (N == Num && Wire == LengthDelim)
-      return F.bytes(S) ? std::optional<StringRef>(S) : std::nullopt;
-    if (!F.skip(Wire))
-      return std::nullopt;
-  }
+      return Sub;
   return std::nullopt;
 }
 
@@ -166,21 +157,17 @@ public:
     Pieces Out;
     unsigned Graphs = 0, NumGraphs = countGraphs(Bytes);
     FieldReader F(Bytes);
+    uint64_t Num;
+    unsigned Wire;
+    StringRef Raw, Sub;
     while (!F.done()) {
-      const uint8_t *Start = F.pos();
-      uint64_t Num;
-      unsigned Wire;
-      if (!F.next(Num, Wire))
-        return malformed(Start - reinterpret_cast<const uint8_t *>(Bytes.data()));
-      StringRef Sub;
-      if (Wire == LengthDelim && (Num == fields::ModelGraph || Num == fields::ModelMetadata)) {
-        if (!F.bytes(Sub))
-          return malformed(Start - reinterpret_cast<const uint8_t *>(Bytes.data()));
-        if (Num == fields::ModelMetadata) {
-          if (!isOurs(Sub))
-            Out.copy(bytesBetween(Start, F.pos()));
-          continue;
-        }
+      uint64_t At = F.pos() - reinterpret_cast<const uint8_t *>(Bytes.data());
+      if (!F.nextField(Num, Wire, Raw, Sub))
+        return malformed(At);
+      if (Wire == LengthDelim && Num == fields::ModelMetadata) {
+        if (!isOurs(Sub))
+          Out.copy(Raw);
+      } else if (Wire == LengthDelim && Num == fields::ModelGraph) {
         // Protobuf merges a graph given twice (its repeated fields
         // concatenated): each is rewritten in place, the value_info added to
         // the last, so that the merge reads as one annotated graph.
@@ -192,11 +179,9 @@ public:
         appendVarint(Prefix, G->size());
         Out.own(std::move(Prefix));
         Out.append(std::move(*G));
-        continue;
+      } else {
+        Out.copy(Raw);
       }
-      if (!F.skip(Wire))
-        return malformed(Start - reinterpret_cast<const uint8_t *>(Bytes.data()));
-      Out.copy(bytesBetween(Start, F.pos()));
     }
     if (!Graphs)
       return fileError(InPath, "not an ONNX model: it has no graph");
@@ -230,13 +215,11 @@ private:
   static unsigned countGraphs(StringRef Bytes) {
     unsigned N = 0;
     FieldReader F(Bytes);
-    while (!F.done()) {
-      uint64_t Num;
-      unsigned Wire;
-      if (!F.next(Num, Wire) || !F.skip(Wire))
-        break;
+    uint64_t Num;
+    unsigned Wire;
+    StringRef Raw, Sub;
+    while (!F.done() && F.nextField(Num, Wire, Raw, Sub))
       N += Num == fields::ModelGraph && Wire == LengthDelim;
-    }
     return N;
   }
 
@@ -244,39 +227,31 @@ private:
   llvm::Expected<Pieces> graph(StringRef Bytes, bool Last) {
     Pieces Out;
     FieldReader F(Bytes);
+    uint64_t Num;
+    unsigned Wire;
+    StringRef Raw, Sub;
     while (!F.done()) {
-      const uint8_t *Start = F.pos();
-      uint64_t Num;
-      unsigned Wire;
-      if (!F.next(Num, Wire) || !F.skip(Wire))
+      if (!F.nextField(Num, Wire, Raw, Sub))
         return fileError(InPath, "--annotate: the graph is not valid protobuf");
-      StringRef Field = bytesBetween(Start, F.pos());
-      bool Rewritten = Num == fields::GraphNode || Num == fields::GraphOutput ||
-                       Num == fields::GraphValueInfo;
-      if (Wire != LengthDelim || !Rewritten) {
-        Out.copy(Field);
+      if (Wire == LengthDelim && Num == fields::GraphNode) {
+        Out.own(node(Sub, NodeIndex++));
         continue;
       }
-      FieldReader Again(Field);
-      StringRef Sub;
-      (void)Again.next(Num, Wire); // checked above
-      (void)Again.bytes(Sub);
-      if (Num == fields::GraphNode) {
-        Out.own(node(Sub, NodeIndex++));
+      if (Wire != LengthDelim || (Num != fields::GraphOutput && Num != fields::GraphValueInfo)) {
+        Out.copy(Raw);
         continue;
       }
       std::optional<StringRef> Name = firstString(Sub, fields::ValueInfoName);
       if (Num == fields::GraphValueInfo) {
         if (!Name || !Annotated.contains(*Name))
-          Out.copy(Field);
+          Out.copy(Raw);
         continue;
       }
       auto It = Name ? A.OutputTypes.find(*Name) : A.OutputTypes.end();
-      if (It == A.OutputTypes.end()) {
-        Out.copy(Field);
-        continue;
-      }
-      Out.own(retyped(Sub, It->second));
+      if (It == A.OutputTypes.end())
+        Out.copy(Raw);
+      else
+        Out.own(retyped(Sub, It->second));
     }
     if (!Last)
       return Out;
@@ -298,16 +273,12 @@ private:
     std::optional<StringRef> FirstOutput, Name;
     StringRef OpType, Domain;
     FieldReader F(Bytes);
-    while (!F.done()) {
-      const uint8_t *Start = F.pos();
-      uint64_t Num;
-      unsigned Wire;
-      StringRef Sub;
-      if (!F.next(Num, Wire))
-        break; // the graph walk checked the framing; a bad key ends the node
+    uint64_t Num;
+    unsigned Wire;
+    StringRef Raw, Sub;
+    // The graph walk checked the framing; a bad field ends the node.
+    while (!F.done() && F.nextField(Num, Wire, Raw, Sub)) {
       bool Str = Wire == LengthDelim;
-      if (Str ? !F.bytes(Sub) : !F.skip(Wire))
-        break;
       if (Str && Num == fields::NodeOutput && !FirstOutput)
         FirstOutput = Sub;
       if (Str && Num == fields::NodeName)
@@ -318,7 +289,7 @@ private:
         Domain = Sub;
       if (Str && Num == fields::NodeMetadata && isOurs(Sub))
         continue;
-      Body += bytesBetween(Start, F.pos());
+      Body += Raw;
     }
     std::string Key = FirstOutput ? FirstOutput->str() : "name:" + (Name ? Name->str() : "");
     if (A.FunctionOps.contains((Domain + "\x1f" + OpType).str()))
@@ -341,15 +312,12 @@ private:
   std::string retyped(StringRef Bytes, const AnnotatedType &T) {
     std::string Body;
     FieldReader F(Bytes);
-    while (!F.done()) {
-      const uint8_t *Start = F.pos();
-      uint64_t Num;
-      unsigned Wire;
-      if (!F.next(Num, Wire) || !F.skip(Wire))
-        break;
+    uint64_t Num;
+    unsigned Wire;
+    StringRef Raw, Sub;
+    while (!F.done() && F.nextField(Num, Wire, Raw, Sub))
       if (!(Num == fields::ValueInfoType && Wire == LengthDelim))
-        Body += bytesBetween(Start, F.pos());
-    }
+        Body += Raw;
     appendBytes(Body, fields::ValueInfoType, encodeType(T));
     std::string Out;
     appendBytes(Out, fields::GraphOutput, Body);

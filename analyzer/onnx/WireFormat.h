@@ -77,6 +77,17 @@ public:
     }
     return false;
   }
+  /// The next field whole: Raw its bytes as they lie (key included),
+  /// Contents a length-delimited field's contents (else empty); false on
+  /// malformed framing.
+  bool nextField(uint64_t &Num, unsigned &Wire, StringRef &Raw, StringRef &Contents) {
+    const uint8_t *Start = P;
+    Contents = StringRef();
+    if (!next(Num, Wire) || (Wire == LengthDelim ? !bytes(Contents) : !skip(Wire)))
+      return false;
+    Raw = StringRef(reinterpret_cast<const char *>(Start), P - Start);
+    return true;
+  }
   /// Where the next value starts (for counting payload bytes).
   const uint8_t *pos() const { return P; }
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/report/DiffReport.h"
 #include "analyzer/Format.h"
+#include "passes/report/AnalyzeJson.h"
 #include "passes/report/Budget.h"
 #include "llvm/Support/FormatAdapters.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -47,17 +48,6 @@ struct Amounts {
   }
 };
 
-double num(const json::Object &O, llvm::StringRef K) {
-  if (const json::Value *V = O.get(K))
-    return V->getAsNumber().value_or(0);
-  return 0;
-}
-
-double phaseSeconds(const json::Object &N, llvm::StringRef K) {
-  const json::Object *T = N.getObject(K);
-  return T ? num(*T, "seconds") : 0;
-}
-
 /// Node name -> amounts (multiplier applied), and op type -> amounts.
 void collect(const json::Value &Doc, std::map<std::string, Amounts> &Nodes,
              std::map<std::string, Amounts> &Ops, std::vector<std::string> &Order) {
@@ -78,9 +68,9 @@ void collect(const json::Value &Doc, std::map<std::string, Amounts> &Nodes,
     Amounts A;
     A.Op = Op;
     A.Count = 1;
-    A.Flops = (num(*N, "fwd_flops") + num(*N, "bwd_flops")) * K;
-    A.Bytes = (num(*N, "fwd_bytes") + num(*N, "bwd_bytes")) * K;
-    A.Seconds = (phaseSeconds(*N, "fwd_time") + phaseSeconds(*N, "bwd_time")) * K;
+    A.Flops = (jsonNumber(*N, "fwd_flops") + jsonNumber(*N, "bwd_flops")) * K;
+    A.Bytes = (jsonNumber(*N, "fwd_bytes") + jsonNumber(*N, "bwd_bytes")) * K;
+    A.Seconds = jsonNodeSeconds(*N);
     if (Nodes.emplace(Name, A).second)
       Order.push_back(Name);
     Amounts &T = Ops[Op];

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/report/HtmlReport.h"
+#include "passes/report/AnalyzeJson.h"
 #include "analyzer/Diagnostics.h"
 #include "analyzer/Format.h"
 #include "passes/report/Markup.h"
@@ -29,11 +30,8 @@ const Object &objectOf(const Value *V) {
   return O ? *O : Empty;
 }
 const Object &field(const Object &O, llvm::StringRef Key) { return objectOf(O.get(Key)); }
-double num(const Object &O, llvm::StringRef Key) {
-  const Value *V = O.get(Key);
-  std::optional<double> X = V ? V->getAsNumber() : std::nullopt;
-  return X ? *X : 0.0;
-}
+/// A number field (analyze's jsonNumber), short for the page's many cells.
+double num(const Object &O, llvm::StringRef Key) { return jsonNumber(O, Key); }
 bool has(const Object &O, llvm::StringRef Key) {
   const Value *V = O.get(Key);
   return V && V->getAsNumber();
@@ -359,9 +357,7 @@ void opTypes(Page &P, const Object &D) {
   double Step = num(field(D, "time"), "step_seconds");
   for (const Value &V : arrayOf(D, "nodes")) {
     const Object &N = objectOf(&V);
-    Seconds[str(N, "op")] += (num(field(N, "fwd_time"), "seconds") +
-                              num(field(N, "bwd_time"), "seconds")) *
-                             num(N, "multiplier");
+    Seconds[str(N, "op")] += jsonNodeSeconds(N);
   }
   P.section("ops", "By op type");
   P.tableBegin("op-table", {{"op", "op", true},
@@ -420,10 +416,7 @@ void nodes(Page &P, const Object &D) {
   std::vector<std::pair<double, size_t>> Order;
   for (size_t I = 0; I < Nodes.size(); ++I) {
     const Object &N = objectOf(&Nodes[I]);
-    Order.push_back({(num(field(N, "fwd_time"), "seconds") +
-                      num(field(N, "bwd_time"), "seconds")) *
-                         num(N, "multiplier"),
-                     I});
+    Order.push_back({jsonNodeSeconds(N), I});
   }
   std::stable_sort(Order.begin(), Order.end(),
                    [](const auto &A, const auto &B) { return A.first > B.first; });

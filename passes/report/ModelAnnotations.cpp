@@ -1,5 +1,6 @@
 //===- ModelAnnotations.cpp - ridge's findings written into the model -----===//
 #include "passes/report/ModelAnnotations.h"
+#include "passes/report/Budget.h"
 #include "analyzer/Diagnostics.h"
 #include "analyzer/Format.h"
 #include "analyzer/onnx/AnnotatedModel.h"
@@ -13,10 +14,6 @@
 using namespace ridge;
 
 namespace {
-
-/// A number as Netron shows it: exact digits for integers, else 6
-/// significant ones.
-std::string number(double X) { return exactNumber(X); }
 
 AnnotatedType typeOf(const Value &V) {
   AnnotatedType T;
@@ -81,15 +78,15 @@ void add(Totals &T, const NodeCost &NC, const NodeRoofline &R, bool IsTop) {
 Props propsOf(const Totals &T, double Step) {
   if (!T.AnyModeled)
     return {{"ridge.unmodeled", T.Unmodeled.empty() ? "not costed" : T.Unmodeled}};
-  Props P{{"ridge.fwd_flops", number(T.FwdFlops)},
-          {"ridge.bwd_flops", number(T.BwdFlops)},
-          {"ridge.macs", number(T.Macs)},
-          {"ridge.bytes", number(T.Bytes)},
+  Props P{{"ridge.fwd_flops", exactNumber(T.FwdFlops)},
+          {"ridge.bwd_flops", exactNumber(T.BwdFlops)},
+          {"ridge.macs", exactNumber(T.Macs)},
+          {"ridge.bytes", exactNumber(T.Bytes)},
           {"ridge.intensity",
-           T.FwdBytes > 0 ? number(T.FwdFlops / T.FwdBytes) : std::string("inf")},
-          {"ridge.seconds", number(T.Seconds)},
+           T.FwdBytes > 0 ? exactNumber(T.FwdFlops / T.FwdBytes) : std::string("inf")},
+          {"ridge.seconds", exactNumber(T.Seconds)},
           {"ridge.bound", T.First ? boundName(T.First->Fwd.B) : "none"},
-          {"ridge.share", number(Step > 0 ? T.Seconds / Step : 0.0)}};
+          {"ridge.share", exactNumber(Step > 0 ? T.Seconds / Step : 0.0)}};
   return P;
 }
 
@@ -98,16 +95,8 @@ Props modelProps(const llvm::json::Value &Doc) {
   Props P;
   const llvm::json::Object *D = Doc.getAsObject();
   auto Num = [&](const char *Key, llvm::StringRef Path) {
-    const llvm::json::Value *V = &Doc;
-    for (auto [Head, Rest] = Path.split('.');; std::tie(Head, Rest) = Rest.split('.')) {
-      const llvm::json::Object *O = V->getAsObject();
-      V = O ? O->get(Head) : nullptr;
-      if (!V || Rest.empty())
-        break;
-    }
-    if (V)
-      if (std::optional<double> X = V->getAsNumber())
-        P.emplace_back(Key, number(*X));
+    if (std::optional<double> X = budgetValue(Doc, Path))
+      P.emplace_back(Key, exactNumber(*X));
   };
   auto Str = [&](const char *Key, const llvm::json::Object *O, llvm::StringRef Field) {
     if (O)
