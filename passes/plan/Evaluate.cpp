@@ -114,22 +114,10 @@ void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned 
     (S.Batch >= T ? S.Batch : S.M) /= T;
   MathUnit U = mathUnit(Dev, X.Type, Cfg);
   double Elem = dtypeBytes(X.Type);
-  auto Time = [&](const GemmShape &G) {
-    GemmMemo::Key K{G.Batch, G.M, G.N, G.K, U.PeakPerSM, U.Efficiency, double(U.Tensor), Elem};
-    auto [It, New] = W.Memo.Times.try_emplace(K);
-    if (New)
-      It->second = kernels::gemm("gemm", G, U, Dev.ComputeUnits, Elem, Dev.MemBandwidth,
-                                 Dev.LaunchOverhead);
-    return It->second.Seconds;
-  };
-  Fwd = Time(S);
-  Bwd = 0;
-  if (X.NeedsBackward) {
-    if (X.GradA)
-      Bwd += Time({S.Batch, S.M, S.K, S.N});
-    if (X.GradB)
-      Bwd += Time({S.Batch, S.K, S.N, S.M});
-  }
+  Fwd = productPhase(S, false, false, false, U, Dev, Elem, &W.Memo).seconds();
+  Bwd = X.NeedsBackward
+            ? productPhase(S, true, X.GradA, X.GradB, U, Dev, Elem, &W.Memo).seconds()
+            : 0;
 }
 
 void Planner::sumPositions(Workspace &W) {

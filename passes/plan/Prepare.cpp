@@ -158,7 +158,8 @@ llvm::Error Planner::loadSide(int I, const BatchLoader &Load, LoadSync &Sync,
     if (NC.N->Parent == &Main && NC.Modeled)
       if (std::optional<GemmShape> S = productShape(*NC.N)) {
         X.Gemm[NC.N->Index] = *S;
-        X.GemmGrad[NC.N->Index] = uint8_t(NC.inputNeedsGrad(0)) | uint8_t(NC.inputNeedsGrad(1)) << 1;
+        X.GemmGrad[NC.N->Index] =
+            uint8_t(NC.inputNeedsGrad(0)) | uint8_t(NC.inputNeedsGrad(1)) << 1;
       }
   for (const Value *V : Main.Inputs)
     if (!V->isInitializer())

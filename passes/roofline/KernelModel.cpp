@@ -191,19 +191,7 @@ struct KernelContext {
   GemmMemo *Memo; ///< may be null
 
   KernelTime gemm(const char *Name, GemmShape S, const MathUnit *U = nullptr) const {
-    const MathUnit &Un = U ? *U : Unit;
-    if (!Memo)
-      return kernels::gemm(Name, S, Un, D.ComputeUnits, Elem, D.MemBandwidth,
-                           D.LaunchOverhead);
-    GemmMemo::Key K{S.Batch, S.M, S.N, S.K, Un.PeakPerSM, Un.Efficiency,
-                    double(Un.Tensor), Elem};
-    auto [It, New] = Memo->Times.try_emplace(K);
-    if (New)
-      It->second = kernels::gemm(Name, S, Un, D.ComputeUnits, Elem, D.MemBandwidth,
-                                 D.LaunchOverhead);
-    KernelTime T = It->second;
-    T.Name = Name;
-    return T;
+    return memoGemm(Name, S, U ? *U : Unit, D, Elem, Memo);
   }
   const Shape *shape(unsigned I) const {
     const Value *V = NC.N->input(I);
@@ -219,25 +207,47 @@ double dim(const Shape &S, int I) {
   return double(S.Dims[I < 0 ? S.rank() + I : I].extent());
 }
 
-/// MatMul/Gemm: the forward product, and backward dA = dY B^T (M x K, inner
-/// N) and dB = A^T dY (K x N, inner M) for the inputs that need them.
+/// MatMul/Gemm: productPhase of its shape.
 bool productKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   std::optional<GemmShape> Shape = productShape(*C.NC.N);
   if (!Shape)
     return false;
-  GemmShape S = *Shape;
-  if (!Bwd) {
-    Out.Kernels.push_back(C.gemm("gemm", S));
-    return true;
-  }
-  if (C.NC.inputNeedsGrad(0))
-    Out.Kernels.push_back(C.gemm("gemm dA", {S.Batch, S.M, S.K, S.N}));
-  if (C.NC.inputNeedsGrad(1))
-    Out.Kernels.push_back(C.gemm("gemm dB", {S.Batch, S.K, S.N, S.M}));
+  PhaseKernels P = productPhase(*Shape, Bwd, C.NC.inputNeedsGrad(0), C.NC.inputNeedsGrad(1),
+                                C.Unit, C.D, C.Elem, C.Memo);
+  Out.Kernels.append(P.Kernels.begin(), P.Kernels.end());
   return true;
 }
 
 } // namespace
+
+KernelTime ridge::memoGemm(const char *Name, const GemmShape &S, const MathUnit &U,
+                           const Device &D, double Elem, GemmMemo *Memo) {
+  if (!Memo)
+    return kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth, D.LaunchOverhead);
+  GemmMemo::Key K{S.Batch, S.M, S.N, S.K, U.PeakPerSM, U.Efficiency, double(U.Tensor), Elem};
+  auto [It, New] = Memo->Times.try_emplace(K);
+  if (New)
+    It->second =
+        kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth, D.LaunchOverhead);
+  KernelTime T = It->second;
+  T.Name = Name;
+  return T;
+}
+
+PhaseKernels ridge::productPhase(const GemmShape &S, bool Bwd, bool GradA, bool GradB,
+                                 const MathUnit &U, const Device &D, double Elem,
+                                 GemmMemo *Memo) {
+  PhaseKernels Out;
+  if (!Bwd) {
+    Out.Kernels.push_back(memoGemm("gemm", S, U, D, Elem, Memo));
+    return Out;
+  }
+  if (GradA)
+    Out.Kernels.push_back(memoGemm("gemm dA", {S.Batch, S.M, S.K, S.N}, U, D, Elem, Memo));
+  if (GradB)
+    Out.Kernels.push_back(memoGemm("gemm dB", {S.Batch, S.K, S.N, S.M}, U, D, Elem, Memo));
+  return Out;
+}
 
 std::optional<GemmShape> ridge::productShape(const Node &N) {
   if (!N.Domain.empty() || (N.OpType != "MatMul" && N.OpType != "Gemm"))

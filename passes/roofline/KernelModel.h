@@ -156,6 +156,18 @@ MathUnit mathUnit(const Device &D, DType T, const Config &Cfg);
 /// under Cfg (not --time-model roofline).
 bool hasKernelModel(const Device &D, const Config &Cfg);
 
+/// kernels::gemm of Shape on Unit of device D (ElemBytes per element),
+/// through Memo when given; the result carries Name.
+KernelTime memoGemm(const char *Name, const GemmShape &Shape, const MathUnit &Unit,
+                    const Device &D, double ElemBytes, GemmMemo *Memo);
+
+/// A matrix product of shape S: its forward kernel, or its backward's
+/// dA = dY B^T (M x K, inner N) and dB = A^T dY (K x N, inner M) for the
+/// operands that need them (GradA, GradB).
+PhaseKernels productPhase(const GemmShape &S, bool Bwd, bool GradA, bool GradB,
+                          const MathUnit &Unit, const Device &D, double ElemBytes,
+                          GemmMemo *Memo);
+
 /// The product a MatMul or Gemm node runs, from its shapes (a weight of
 /// rank <= 2 shared by the batch folds the batch into M); nullopt for
 /// another op or unknown shapes.
