@@ -44,15 +44,19 @@ const char *ridge::recomputeName(Config::Recompute R) {
 
 namespace {
 
-/// Saved bytes of a set of node costs, each tensor once.
-double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes,
-                  std::optional<double> FloatBytes) {
+/// Saved bytes of a set of node costs, each tensor once; with KeepsExtra,
+/// a node's extra saved bytes (masks, statistics) only where it says, and
+/// with Dropped, no tensor it holds.
+double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes, std::optional<double> FloatBytes,
+                  llvm::function_ref<bool(const NodeCost &)> KeepsExtra = nullptr,
+                  const llvm::DenseSet<const Value *> *Dropped = nullptr) {
   llvm::DenseMap<const Value *, double> Distinct;
   double B = 0;
   for (const NodeCost *NC : Nodes) {
-    B += NC->SavedBytes * NC->Multiplier;
+    if (!KeepsExtra || KeepsExtra(*NC))
+      B += NC->SavedBytes * NC->Multiplier;
     for (const Value *V : NC->Saved)
-      if (!V->isInitializer())
+      if (!V->isInitializer() && !(Dropped && Dropped->contains(V)))
         Distinct[V] = std::max(Distinct[V], NC->Multiplier);
   }
   for (const auto &[V, Mult] : Distinct)
@@ -346,19 +350,13 @@ void selectiveRecompute(const Model &M, const CostResult &C, std::optional<doubl
     }
   }
   // What is held: every node's saved tensors but the dropped ones.
-  llvm::DenseMap<const Value *, double> Distinct;
-  double B = 0;
-  for (const NodeCost &NC : C.Nodes) {
-    size_t I = &NC - C.Nodes.data();
-    if (R.KeptSaved[I])
-      B += NC.SavedBytes * NC.Multiplier;
-    for (const Value *V : NC.Saved)
-      if (!V->isInitializer() && !R.Dropped.contains(V))
-        Distinct[V] = std::max(Distinct[V], NC.Multiplier);
-  }
-  for (const auto &[V, Mult] : Distinct)
-    B += valueBytes(V, FloatBytes) * Mult;
-  R.ActivationBytes = B;
+  std::vector<const NodeCost *> All;
+  All.reserve(C.Nodes.size());
+  for (const NodeCost &NC : C.Nodes)
+    All.push_back(&NC);
+  R.ActivationBytes = savedBytes(
+      All, FloatBytes, [&](const NodeCost &NC) { return bool(R.KeptSaved[&NC - C.Nodes.data()]); },
+      &R.Dropped);
 }
 
 } // namespace
