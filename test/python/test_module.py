@@ -124,6 +124,8 @@ def test_plan_inference_is_the_cli_json(llm):
     assert got == want
     with pytest.raises(ridge.Error, match="global_batch= is training's"):
         ridge.plan(llm, inference=True, devices=2, context=64, global_batch=8)
+    with pytest.raises(ridge.Error, match="report= has no page for inference=True yet"):
+        ridge.plan(llm, inference=True, devices=2, context=64, report="p.html")
 
 
 def test_files_beside_the_result(tmp_path):
