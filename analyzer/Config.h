@@ -38,6 +38,10 @@ struct Config {
   /// --freeze-constants: weights the graph computes from constants (not
   /// initializers) are not trained.
   bool FreezeConstants = false;
+  /// Nodes whose shapes hold free symbols are costed as formulas in them
+  /// (NodeCost::Sym) rather than left unmodeled: `ridge analyze` of a
+  /// training step turns it on; what needs numbers (times, plans) does not.
+  bool SymbolicCosts = false;
 
   /// --inference: a forward pass only (no gradients, optimizer or saved
   /// activations; BatchNormalization and Dropout in inference mode); memory

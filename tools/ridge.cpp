@@ -716,6 +716,10 @@ static int runModelCommand(const Device *Dev) {
       return fail(usageError("diff: the output is text or json, not csv"));
     return runDiff(*LO, *C, Diags, Out);
   }
+  // analyze and run print what they can as formulas when dims stay free;
+  // diff and plan compare and time numbers.
+  C->SymbolicCosts = (AnalyzeCmd || RunCmd) && !C->Inference;
+  LO->SymbolicShapesCosted = C->SymbolicCosts;
   if (PlanCmd && C->Inference)
     return runInferencePlan(*LO, *C, Diags, Out);
   if (PlanCmd)

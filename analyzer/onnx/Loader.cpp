@@ -552,13 +552,16 @@ private:
 };
 
 /// One diagnostic listing the values whose shapes are still unknown.
-void reportUnknownShapes(const Model &M, DiagnosticEngine &Diags) {
+void reportUnknownShapes(const Model &M, bool SymbolicCosted, DiagnosticEngine &Diags) {
   std::vector<std::string> Items;
   std::set<std::string> Symbols;
   size_t Count = 0;
   M.Main->walk([&](const Node &N) {
     for (Value *V : N.Outputs) {
       if (!V || V->hasKnownShape() || V->NonTensor)
+        continue;
+      if (SymbolicCosted && V->Shp &&
+          llvm::all_of(V->Shp->Dims, [](const Dim &D) { return D.isDetermined(); }))
         continue;
       ++Count;
       if (V->Shp)
@@ -768,7 +771,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
     return E;
   (*M)->FileBytes = P->FileBytes;
   (*M)->SkippedPayloadBytes = P->Skipped;
-  reportUnknownShapes(**M, Diags);
+  reportUnknownShapes(**M, Opts.SymbolicShapesCosted, Diags);
   return M;
 }
 

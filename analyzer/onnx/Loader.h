@@ -25,6 +25,10 @@ struct LoadOptions {
   /// fault); false: a warning (ridge plan binds the batch itself and says
   /// what a fixed-batch export does).
   bool ConflictsAreErrors = true;
+  /// The caller costs symbolic dims as formulas (`ridge analyze`): only
+  /// values with an unknown dim or rank are warned about, not those whose
+  /// dims are expressions of free symbols.
+  bool SymbolicShapesCosted = false;
   LeanReadOptions Lean;
   Timing *Timer = nullptr; ///< --timing: phases "read", "parse", ...
 };

@@ -440,7 +440,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   NodeCost NC;
   NC.N = &N;
   NC.Multiplier = Multiplier;
-  CostContext C{N, {}, FloatBytes, Cfg.Inference};
+  CostContext C{N, {}, FloatBytes, Cfg.Inference, Cfg.SymbolicCosts && !Cfg.Inference};
   for (unsigned I = 0; I < N.Inputs.size(); ++I)
     C.InputNeedsGrad.push_back(N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) &&
                                differentiable(N, I));
@@ -499,6 +499,13 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     ++R.ModeledNodes;
     R.Fwd += NC.Fwd * Multiplier;
     R.Bwd += NC.Bwd * Multiplier;
+    if (NC.Sym) {
+      if (!R.Sym)
+        R.Sym.emplace();
+      ++R.Sym->Nodes;
+      R.Sym->Fwd += NC.Sym->Fwd * Multiplier;
+      R.Sym->Bwd += NC.Sym->Bwd * Multiplier;
+    }
   } else {
     ++R.UnmodeledNodes;
     ++Unmodeled[N.qualifiedOpType() + " (" + NC.Unmodeled.str() + ")"];
@@ -510,6 +517,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     NC.Fwd = NC.Bwd = PhaseCost();
     NC.Saved.clear();
     NC.SavedBytes = 0;
+    NC.Sym.reset();
   }
   R.Nodes.push_back(std::move(NC));
 }
@@ -536,6 +544,20 @@ void CostWalker::finish() {
   }
   for (const Value *V : Distinct)
     R.SavedActivationBytes += valueBytes(V, FloatBytes) * Mult[V];
+  if (R.Sym) {
+    // The same sums with the formulas: numeric nodes' part, then each node's
+    // formula extras and each saved tensor whose bytes are a formula.
+    sym::Count &S = R.Sym->SavedActivationBytes;
+    S = R.SavedActivationBytes;
+    for (const NodeCost &NC : R.Nodes)
+      if (NC.Sym)
+        S += NC.Sym->SavedBytes * NC.Multiplier;
+    for (const Value *V : Distinct)
+      if (!V->numElements())
+        S += valueCount(V, FloatBytes) * Mult[V];
+    R.Sym->Fwd += PhaseCount{R.Fwd.Flops, R.Fwd.Macs, R.Fwd.Transcendentals, R.Fwd.Bytes};
+    R.Sym->Bwd += PhaseCount{R.Bwd.Flops, R.Bwd.Macs, R.Bwd.Transcendentals, R.Bwd.Bytes};
+  }
   for (const auto &[What, Count] : Unmodeled)
     R.UnmodeledOps.emplace_back(What, Count);
   // The walker ends here: its sets move.
@@ -547,6 +569,36 @@ void CostWalker::finish() {
 }
 
 } // namespace
+
+std::vector<std::string> CostResult::freeSymbols() const {
+  std::vector<std::string> Out;
+  if (!Sym)
+    return Out;
+  for (const sym::Count *X : {&Sym->Fwd.Flops, &Sym->Fwd.Bytes, &Sym->Fwd.Transcendentals,
+                              &Sym->Bwd.Flops, &Sym->Bwd.Bytes, &Sym->Bwd.Transcendentals,
+                              &Sym->SavedActivationBytes})
+    for (std::string &S : X->symbols())
+      Out.push_back(std::move(S));
+  // A node's formula can cancel in the totals (rare); its symbols still count.
+  for (const NodeCost &NC : Nodes)
+    if (NC.Sym)
+      for (std::string &S : NC.Sym->Fwd.Bytes.symbols())
+        Out.push_back(std::move(S));
+  llvm::sort(Out);
+  Out.erase(std::unique(Out.begin(), Out.end()), Out.end());
+  return Out;
+}
+
+llvm::Error ridge::needsNumbers(const Model &M, const CostResult &C, llvm::StringRef What) {
+  std::string Names, Bind;
+  for (const std::string &S : C.freeSymbols()) {
+    Names += (Names.empty() ? "" : ", ") + sym::symbol(S)->str();
+    Bind += (Bind.empty() ? "" : " ") + ("--dim " + S + "=VALUE");
+  }
+  return fileError(M.Path, What + " need(s) numbers, and " + std::to_string(C.Sym->Nodes) +
+                               " node(s) cost formulas in " + Names + ": bind them (" + Bind +
+                               ")");
+}
 
 llvm::Expected<CostResult> CostAnalysis::run(Model &M, AnalysisManager &AM) {
   CostResult R;

@@ -27,6 +27,7 @@
 #define RIDGE_PASSES_COST_COSTMODEL_H
 
 #include "analyzer/PassManager.h"
+#include "analyzer/symbolic/Count.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include <optional>
@@ -35,23 +36,35 @@
 
 namespace ridge {
 
-/// Amounts for one phase (forward or backward) of one node.
-struct PhaseCost {
-  double Flops = 0;
-  double Macs = 0; ///< multiply-accumulates of matrix products/convolutions
-  double Transcendentals = 0;
-  double Bytes = 0; ///< memory traffic of an unfused kernel
+/// Amounts for one phase (forward or backward) of one node: numbers
+/// (PhaseCost), or counts that may be formulas in the model's symbols
+/// (PhaseCount, what a cost rule fills).
+template <typename T> struct PhaseAmounts {
+  T Flops = 0;
+  T Macs = 0; ///< multiply-accumulates of matrix products/convolutions
+  T Transcendentals = 0;
+  T Bytes = 0; ///< memory traffic of an unfused kernel
 
-  PhaseCost &operator+=(const PhaseCost &O) {
+  PhaseAmounts &operator+=(const PhaseAmounts &O) {
     Flops += O.Flops;
     Macs += O.Macs;
     Transcendentals += O.Transcendentals;
     Bytes += O.Bytes;
     return *this;
   }
-  PhaseCost operator*(double K) const {
+  PhaseAmounts operator*(double K) const {
     return {Flops * K, Macs * K, Transcendentals * K, Bytes * K};
   }
+};
+using PhaseCost = PhaseAmounts<double>;
+using PhaseCount = PhaseAmounts<sym::Count>;
+
+/// A node's counts when they are formulas in free symbols (Config::
+/// SymbolicCosts and a shape that holds a symbol): the whole cost, in place
+/// of NodeCost's numbers (which stay 0).
+struct SymbolicCost {
+  PhaseCount Fwd, Bwd;
+  sym::Count SavedBytes = 0; ///< extras (masks, statistics), as NodeCost's
 };
 
 /// Why a node is not costed: one pointer, null for almost every node.
@@ -91,17 +104,20 @@ struct NodeCost {
   /// inference, a product of two dequantized int8 operands (a QDQ pair that
   /// a runtime fuses): timed at the device's int8 rate.
   bool IntegerMath = false;
+  /// Set when the counts are formulas (see SymbolicCost); null otherwise.
+  Boxed<SymbolicCost> Sym;
 };
 
 /// Formula helpers, each with its formula; unit-tested.
 namespace formulas {
+using sym::Count;
 /// MatMul [..., M, K] x [..., K, N]: MACs = batch * M * N * K.
-double matmulMacs(double Batch, double M, double N, double K);
+Count matmulMacs(Count Batch, Count M, Count N, Count K);
 /// Conv: MACs = N * Cout * prod(out spatial) * (Cin / group) * prod(kernel).
 /// Every tap is counted, padding included, as dense kernels execute them
 /// (torch's flop counter and published tables count the same).
-double convMacs(double BatchN, double Cout, double OutSpatial, double CinPerGroup,
-                double KernelSpatial);
+Count convMacs(Count BatchN, Count Cout, Count OutSpatial, Count CinPerGroup,
+               Count KernelSpatial);
 } // namespace formulas
 
 struct CostResult {
@@ -112,6 +128,15 @@ struct CostResult {
   /// --inference: nodes with a cost that compute from weights and constants
   /// alone, folded at load and costed at zero.
   size_t FoldedNodes = 0;
+  /// Set when some node's counts are formulas (NodeCost::Sym): the totals
+  /// over every node, numbers and formulas together. Fwd, Bwd and
+  /// SavedActivationBytes above then hold the numeric nodes' part only.
+  struct Formulas {
+    PhaseCount Fwd, Bwd;
+    sym::Count SavedActivationBytes = 0;
+    size_t Nodes = 0; ///< nodes whose counts are formulas
+  };
+  Boxed<Formulas> Sym;
   /// FLOPs of unmodeled nodes estimated at one per output element: the
   /// denominator of the FLOP coverage figure, never added to totals.
   double UnmodeledFlopsEstimate = 0;
@@ -135,6 +160,10 @@ struct CostResult {
   /// What a trainable parameter or a graph input reaches is not constant.
   ValueSet Constants;
 
+  /// The free symbols the formulas hold, sorted (empty when every count is
+  /// a number).
+  std::vector<std::string> freeSymbols() const;
+
   /// A saved tensor is an activation unless it is an initializer (a
   /// parameter) or a constant computed from constants only.
   bool isActivation(const Value *V) const {
@@ -151,8 +180,19 @@ struct CostAnalysis {
 /// Bytes of V with floating-point elements at FloatBytes each when given
 /// (--dtype), else at V's own element size; 0 when its shape is unknown.
 double valueBytes(const Value *V, std::optional<double> FloatBytes);
+/// V's elements as a count: a number when its shape is known, a formula
+/// when its dims are symbolic, unknown (undecided) when one is unknown.
+sym::Count elementCount(const Value *V);
+/// valueBytes as a count (a formula for symbolic dims).
+sym::Count valueCount(const Value *V, std::optional<double> FloatBytes);
+/// nodeSavedBytes of a node whose counts are formulas (or numbers).
+sym::Count nodeSavedCount(const NodeCost &NC, const CostResult &C,
+                          std::optional<double> FloatBytes);
 /// The element size --dtype gives floating-point tensors, if it is set.
 std::optional<double> floatBytes(const Config &Cfg);
+/// The error of a pass that needs numbers (times, recomputation plans) on
+/// costs that are formulas: names the symbols and how to bind them.
+llvm::Error needsNumbers(const Model &M, const CostResult &C, llvm::StringRef What);
 /// What one node keeps for its backward, as printed per node: its extra
 /// bytes (masks, statistics) plus its saved activations.
 double nodeSavedBytes(const NodeCost &NC, const CostResult &C,
@@ -178,15 +218,28 @@ struct CostContext {
   bool needsGrad(unsigned I) const {
     return I < InputNeedsGrad.size() && InputNeedsGrad[I];
   }
-  /// Bytes of V at the analysis' element sizes (V's shape must be known).
-  double bytes(const Value *V) const;
+  /// Dims may be symbolic (Config::SymbolicCosts): counts are then formulas.
+  bool Symbolic = false;
+
+  /// Bytes of V at the analysis' element sizes (V's shape must be known, or
+  /// symbolic when Symbolic).
+  sym::Count bytes(const Value *V) const;
   double elemBytes(const Value *V) const;
-  double elems(const Value *V) const { return V ? V->numElements().value_or(0) : 0; }
+  sym::Count elems(const Value *V) const { return V ? elementCount(V) : sym::Count(0); }
+};
+
+/// What a cost rule fills: counts that are numbers, or formulas when the
+/// node's shapes hold symbols.
+struct RuleCost {
+  PhaseCount Fwd, Bwd;
+  sym::Count SavedBytes = 0;
+  llvm::SmallVector<const Value *, 2> Saved;
+  UnmodeledReason Unmodeled;
 };
 
 /// A cost rule fills Fwd, Bwd (when C.anyGrad()), Saved/SavedBytes, or
 /// sets Unmodeled with the reason.
-using CostRuleFn = void (*)(const CostContext &C, NodeCost &Out);
+using CostRuleFn = void (*)(const CostContext &C, RuleCost &Out);
 
 struct OpRule {
   const char *Domain;
@@ -199,6 +252,9 @@ struct OpRule {
 
 /// Runs Rule on C into Out: checks first that the shapes it needs are known
 /// (view, metadata and control-flow rules need none), else sets Unmodeled.
+/// Counts that are formulas go to Out.Sym; a rule that met an operation
+/// with no exact formula (sym::CountScope) leaves the node unmodeled until
+/// its symbols are bound.
 void applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out);
 
 /// What kind of kernel an op is, for fusion: element-wise ops and

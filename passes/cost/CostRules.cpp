@@ -15,12 +15,16 @@
 
 using namespace ridge;
 
-double formulas::matmulMacs(double Batch, double M, double N, double K) {
+using sym::Count;
+using sym::max;
+using sym::min;
+
+Count formulas::matmulMacs(Count Batch, Count M, Count N, Count K) {
   return Batch * M * N * K;
 }
 
-double formulas::convMacs(double BatchN, double Cout, double OutSpatial,
-                          double CinPerGroup, double KernelSpatial) {
+Count formulas::convMacs(Count BatchN, Count Cout, Count OutSpatial,
+                         Count CinPerGroup, Count KernelSpatial) {
   return BatchN * Cout * OutSpatial * CinPerGroup * KernelSpatial;
 }
 
@@ -30,11 +34,39 @@ double CostContext::elemBytes(const Value *V) const {
   return dtypeBytes(V->Elem);
 }
 
-double CostContext::bytes(const Value *V) const { return V ? valueBytes(V, FloatBytes) : 0; }
+Count CostContext::bytes(const Value *V) const { return V ? valueCount(V, FloatBytes) : Count(0); }
 
 double ridge::valueBytes(const Value *V, std::optional<double> FloatBytes) {
   return V->numElements().value_or(0) *
          (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
+}
+
+Count ridge::elementCount(const Value *V) {
+  if (std::optional<double> N = V->numElements())
+    return *N;
+  if (!V->Shp)
+    return Count::undecided("'" + V->Name + "' has no known rank");
+  Count N = 1;
+  for (const Dim &D : V->Shp->Dims) {
+    if (!D.isDetermined())
+      return Count::undecided("'" + V->Name + "' has unknown shape " + V->Shp->str());
+    N *= Count::of(D.expr());
+  }
+  return N;
+}
+
+Count ridge::valueCount(const Value *V, std::optional<double> FloatBytes) {
+  return elementCount(V) *
+         (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
+}
+
+Count ridge::nodeSavedCount(const NodeCost &NC, const CostResult &C,
+                            std::optional<double> FloatBytes) {
+  Count B = NC.Sym ? NC.Sym->SavedBytes : Count(NC.SavedBytes);
+  for (const Value *V : NC.Saved)
+    if (C.isActivation(V))
+      B += valueCount(V, FloatBytes);
+  return B;
 }
 
 std::optional<double> ridge::floatBytes(const Config &Cfg) {
@@ -54,20 +86,27 @@ double ridge::nodeSavedBytes(const NodeCost &NC, const CostResult &C,
 
 namespace {
 
+/// A dim as a count: its extent, or its formula when symbolic.
+Count dimCount(const Dim &D) {
+  if (D.isKnown())
+    return double(D.extent());
+  return Count::of(D.expr()); // unknown dims: requireShapes excludes them
+}
+
 /// What a backward reads. Unary rows: In (the input), Out (the output),
 /// None. Binary rows, per input's gradient: Other (the other inputs), All
 /// (every input), None.
 enum class Save { None, In, Out, Other, All };
 
-double inBytes(const CostContext &C) {
-  double B = 0;
+Count inBytes(const CostContext &C) {
+  Count B = 0;
   for (const Value *V : C.N.Inputs)
     B += C.bytes(V);
   return B;
 }
 
-double outBytes(const CostContext &C) {
-  double B = 0;
+Count outBytes(const CostContext &C) {
+  Count B = 0;
   for (const Value *V : C.N.Outputs)
     B += C.bytes(V);
   return B;
@@ -76,8 +115,8 @@ double outBytes(const CostContext &C) {
 /// Output-gradient bytes: the dY of every floating-point output that carries
 /// a gradient is read; only an output that some node reads or that is a graph
 /// output carries one (LayerNormalization's unused Mean and InvStdDev do not).
-double gradOutBytes(const CostContext &C) {
-  double B = 0;
+Count gradOutBytes(const CostContext &C) {
+  Count B = 0;
   for (const Value *V : C.N.Outputs)
     if (V && isFloatingPoint(V->Elem) && (!V->Users.empty() || V->IsGraphOutput))
       B += C.bytes(V);
@@ -85,41 +124,44 @@ double gradOutBytes(const CostContext &C) {
 }
 
 /// Input-gradient bytes: each input that needs a gradient gets one written.
-double gradInBytes(const CostContext &C) {
-  double B = 0;
+Count gradInBytes(const CostContext &C) {
+  Count B = 0;
   for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
     if (C.needsGrad(I))
       B += C.bytes(C.N.Inputs[I]);
   return B;
 }
 
-double savedValueBytes(const CostContext &C, const NodeCost &Out) {
-  double B = 0;
+Count savedValueBytes(const CostContext &C, const RuleCost &Out) {
+  Count B = 0;
   for (const Value *V : Out.Saved)
     B += C.bytes(V);
   return B + Out.SavedBytes;
 }
 
 /// The backward's default memory traffic, after Saved is filled.
-void defaultBwdBytes(const CostContext &C, NodeCost &Out) {
+void defaultBwdBytes(const CostContext &C, RuleCost &Out) {
   Out.Bwd.Bytes = gradOutBytes(C) + savedValueBytes(C, Out) + gradInBytes(C);
 }
 
-void save(NodeCost &Out, const Value *V) {
+void save(RuleCost &Out, const Value *V) {
   if (V && llvm::find(Out.Saved, V) == Out.Saved.end())
     Out.Saved.push_back(V);
 }
 
-double outElems(const CostContext &C) { return C.elems(C.N.output(0)); }
-double inElems(const CostContext &C, unsigned I = 0) { return C.elems(C.N.input(I)); }
+Count outElems(const CostContext &C) { return C.elems(C.N.output(0)); }
+Count inElems(const CostContext &C, unsigned I = 0) { return C.elems(C.N.input(I)); }
 
 /// Every present input and output needs a known shape, except values
 /// declared as sequences, maps, optionals or sparse tensors (NonTensor: no
 /// dense shape to know). A value with no type information at all has an
 /// unknown shape: the op is unmodeled, as the loader's warning says.
-bool requireShapes(const CostContext &C, NodeCost &Out) {
+bool requireShapes(const CostContext &C, RuleCost &Out) {
   auto Check = [&](const Value *V, const char *What) {
     if (!V || V->hasKnownShape())
+      return true;
+    if (C.Symbolic && V->Shp &&
+        llvm::all_of(V->Shp->Dims, [](const Dim &D) { return D.isDetermined(); }))
       return true;
     if (V->NonTensor)
       return true;
@@ -137,13 +179,13 @@ bool requireShapes(const CostContext &C, NodeCost &Out) {
   return true;
 }
 
-void unmodeled(NodeCost &Out, const llvm::Twine &Why) { Out.Unmodeled = Why.str(); }
+void unmodeled(RuleCost &Out, const llvm::Twine &Why) { Out.Unmodeled = Why.str(); }
 
 //===-------------------------- element-wise ----------------------------===//
 
-void unaryRule(const CostContext &C, NodeCost &Out, double F, double T,
-               double BF, double BT, Save S) {
-  double N = outElems(C);
+void unaryRule(const CostContext &C, RuleCost &Out, Count F, Count T,
+               Count BF, Count BT, Save S) {
+  Count N = outElems(C);
   Out.Fwd.Flops = F * N;
   Out.Fwd.Transcendentals = T * N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -163,13 +205,13 @@ void unaryRule(const CostContext &C, NodeCost &Out, double F, double T,
 /// (dA = dY/B and dB = -dY*A/B^2 differ); variadic ops (Sum, Max, Min, Mean)
 /// use A's values for every input. Each gradient of a broadcast input then
 /// sums dY's product back to the input's shape: N - |input| adds.
-void binaryRule(const CostContext &C, NodeCost &Out, double F, double T,
-                double BFA, double BFB, double BT, Save SA, Save SB) {
-  double N = outElems(C);
+void binaryRule(const CostContext &C, RuleCost &Out, Count F, Count T,
+                Count BFA, Count BFB, Count BT, Save SA, Save SB) {
+  Count N = outElems(C);
   unsigned Present = 0;
   for (const Value *V : C.N.Inputs)
     Present += V != nullptr;
-  double Pairs = std::max(1u, Present > 0 ? Present - 1 : 0u);
+  Count Pairs = std::max(1u, Present > 0 ? Present - 1 : 0u);
   Out.Fwd.Flops = F * N * Pairs;
   Out.Fwd.Transcendentals = T * N * Pairs;
   if (C.N.OpType == "Mean")
@@ -185,7 +227,7 @@ void binaryRule(const CostContext &C, NodeCost &Out, double F, double T,
     if (!V || !C.needsGrad(I))
       continue;
     bool UseA = I == 0 || Variadic;
-    double BF = UseA ? BFA : BFB;
+    Count BF = UseA ? BFA : BFB;
     Save S = UseA ? SA : SB;
     // dIn_i = g(dY, ...) then summed back over the broadcast dims.
     Out.Bwd.Flops += BF * N + (N - C.elems(V));
@@ -199,28 +241,28 @@ void binaryRule(const CostContext &C, NodeCost &Out, double F, double T,
 
 /// Clip(x, min, max): min and max per element (2); backward a masked copy
 /// of dY (1), reading x. The bounds are non-differentiable (NonDiff 0x6).
-void clip(const CostContext &C, NodeCost &Out) {
+void clip(const CostContext &C, RuleCost &Out) {
   unaryRule(C, Out, 2, 0, 1, 0, Save::In);
 }
 
-void unaryNoGrad(const CostContext &C, NodeCost &Out) {
+void unaryNoGrad(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
 
 /// Comparisons and logic: one operation per output element.
-void compareNoGrad(const CostContext &C, NodeCost &Out) { unaryNoGrad(C, Out); }
+void compareNoGrad(const CostContext &C, RuleCost &Out) { unaryNoGrad(C, Out); }
 
 /// (De)quantize: scale, shift (zero point) and round/clamp per element.
-void quantize(const CostContext &C, NodeCost &Out) {
+void quantize(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = 3 * outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
 
 /// Where(c, a, b): one select per output element; each gradient is a select
 /// of dY plus the reduction back to a broadcast input's shape.
-void where(const CostContext &C, NodeCost &Out) {
-  double N = outElems(C);
+void where(const CostContext &C, RuleCost &Out) {
+  Count N = outElems(C);
   Out.Fwd.Flops = N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -236,7 +278,7 @@ void where(const CostContext &C, NodeCost &Out) {
 
 /// Forward MACs plus 2*MACs FLOPs; backward: dA = dY.B^T and dB = A^T.dY,
 /// each as many MACs as the forward.
-void productBackward(const CostContext &C, NodeCost &Out, double Macs,
+void productBackward(const CostContext &C, RuleCost &Out, Count Macs,
                      unsigned A, unsigned B) {
   if (C.needsGrad(A)) {
     Out.Bwd.Macs += Macs;
@@ -251,22 +293,22 @@ void productBackward(const CostContext &C, NodeCost &Out, double Macs,
 
 /// MatMul [..., M, K] x [..., K, N] (numpy semantics, batch dims broadcast,
 /// 1-D operands promoted): MACs = batch * M * N * K, batch = out / (M * N).
-void matmul(const CostContext &C, NodeCost &Out) {
+void matmul(const CostContext &C, RuleCost &Out) {
   const Value *A = C.N.input(0), *B = C.N.input(1), *Y = C.N.output(0);
   const Shape &SA = *A->Shp, &SB = *B->Shp;
   if (SA.rank() == 0 || SB.rank() == 0)
     return unmodeled(Out, "MatMul of a scalar");
-  double K = SA.Dims.back().extent();
-  double M = SA.rank() >= 2 ? SA.Dims[SA.rank() - 2].extent() : 1;
-  double N = SB.rank() >= 2 ? SB.Dims.back().extent() : 1;
+  Count K = dimCount(SA.Dims.back());
+  Count M = SA.rank() >= 2 ? dimCount(SA.Dims[SA.rank() - 2]) : 1;
+  Count N = SB.rank() >= 2 ? dimCount(SB.Dims.back()) : 1;
   if (C.N.OpType == "FusedMatMul") {
     if (C.N.attrInt("transA", 0) && SA.rank() >= 2)
       std::swap(M, K);
     if (C.N.attrInt("transB", 0) && SB.rank() >= 2)
-      N = SB.Dims[SB.rank() - 2].extent();
+      N = dimCount(SB.Dims[SB.rank() - 2]);
   }
-  double Batch = (M * N) > 0 ? C.elems(Y) / (M * N) : 0;
-  double Macs = formulas::matmulMacs(Batch, M, N, K);
+  Count Batch = (M * N) > 0 ? C.elems(Y) / (M * N) : 0;
+  Count Macs = formulas::matmulMacs(Batch, M, N, K);
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs;
   if (C.N.OpType == "FusedMatMul" && C.N.attrFloat("alpha", 1.0) != 1.0)
@@ -289,13 +331,13 @@ void matmul(const CostContext &C, NodeCost &Out) {
 /// (q - zero_point) * scale: 2 FLOPs per weight element (K * N) per call.
 /// Bytes: every input at its stored width (the packed weight 4 bits per
 /// element), the output written. The weight is integer: no gradient.
-void matmulNBits(const CostContext &C, NodeCost &Out) {
+void matmulNBits(const CostContext &C, RuleCost &Out) {
   const Value *A = C.N.input(0);
-  double K = double(C.N.attrInt("K", 0)), N = double(C.N.attrInt("N", 0));
+  Count K = Count(C.N.attrInt("K", 0)), N = Count(C.N.attrInt("N", 0));
   if (K <= 0 || N <= 0)
     return unmodeled(Out, "MatMulNBits without its K and N attributes");
-  double M = C.elems(A) / K;
-  double Macs = formulas::matmulMacs(1, M, N, K);
+  Count M = C.elems(A) / K;
+  Count Macs = formulas::matmulMacs(1, M, N, K);
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs + 2 * K * N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -308,14 +350,14 @@ void matmulNBits(const CostContext &C, NodeCost &Out) {
 }
 
 /// QLinearMatMul(a, a_scale, a_zp, b, ...): the product is inputs 0 and 3.
-void qlinearMatmul(const CostContext &C, NodeCost &Out) {
+void qlinearMatmul(const CostContext &C, RuleCost &Out) {
   const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(3)->Shp;
   if (SA.rank() == 0 || SB.rank() == 0)
     return unmodeled(Out, "QLinearMatMul of a scalar");
-  double K = SA.Dims.back().extent();
-  double M = SA.rank() >= 2 ? SA.Dims[SA.rank() - 2].extent() : 1;
-  double N = SB.rank() >= 2 ? SB.Dims.back().extent() : 1;
-  double Macs = formulas::matmulMacs(outElems(C) / std::max(1.0, M * N), M, N, K);
+  Count K = dimCount(SA.Dims.back());
+  Count M = SA.rank() >= 2 ? dimCount(SA.Dims[SA.rank() - 2]) : 1;
+  Count N = SB.rank() >= 2 ? dimCount(SB.Dims.back()) : 1;
+  Count Macs = formulas::matmulMacs(outElems(C) / max(1.0, M * N), M, N, K);
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs + 3 * outElems(C); // + requantize per output
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -327,16 +369,16 @@ void qlinearMatmul(const CostContext &C, NodeCost &Out) {
 ///   backward: dY is scaled by alpha once (MN, when dA' or dB' is needed),
 ///   then dA', dB' MNK MACs each; dC = beta * dY summed to C's shape:
 ///   MN - |C| adds (+ |C| multiplies for beta != 1).
-void gemm(const CostContext &C, NodeCost &Out) {
+void gemm(const CostContext &C, RuleCost &Out) {
   const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(1)->Shp;
   if (SA.rank() != 2 || SB.rank() != 2)
     return unmodeled(Out, "Gemm operands must be 2-D");
   bool TA = C.N.attrInt("transA", 0), TB = C.N.attrInt("transB", 0);
-  double M = SA.Dims[TA ? 1 : 0].extent(), K = SA.Dims[TA ? 0 : 1].extent();
-  double N = SB.Dims[TB ? 0 : 1].extent();
+  Count M = dimCount(SA.Dims[TA ? 1 : 0]), K = dimCount(SA.Dims[TA ? 0 : 1]);
+  Count N = dimCount(SB.Dims[TB ? 0 : 1]);
   double Alpha = C.N.attrFloat("alpha", 1.0), Beta = C.N.attrFloat("beta", 1.0);
   const Value *Bias = C.N.input(2);
-  double Macs = formulas::matmulMacs(1, M, N, K);
+  Count Macs = formulas::matmulMacs(1, M, N, K);
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs + (Alpha != 1.0 ? M * N : 0) +
                   (Bias ? M * N + (Beta != 1.0 ? C.elems(Bias) : 0) : 0);
@@ -362,7 +404,7 @@ void gemm(const CostContext &C, NodeCost &Out) {
 ///   two or more: dX_i is the einsum of dY with the other operands:
 ///     (operands - 1) * All multiplies + (All - |X_i|) adds; MACs = All when
 ///     there are two operands and the gradient sums a label (All > |X_i|).
-void einsum(const CostContext &C, NodeCost &Out) {
+void einsum(const CostContext &C, RuleCost &Out) {
   std::string Eq = C.N.attrString("equation", "");
   Eq.erase(std::remove(Eq.begin(), Eq.end(), ' '), Eq.end());
   auto Arrow = Eq.find("->");
@@ -371,7 +413,7 @@ void einsum(const CostContext &C, NodeCost &Out) {
   llvm::StringRef(Lhs).split(Terms, ',');
   if (Terms.size() != C.N.Inputs.size())
     return unmodeled(Out, "Einsum equation does not match its inputs");
-  std::map<std::string, double> Extent; // label (or ellipsis dim) -> extent
+  std::map<std::string, Count> Extent; // label (or ellipsis dim) -> extent
   for (unsigned I = 0; I < Terms.size(); ++I) {
     const Shape &S = *C.N.Inputs[I]->Shp;
     llvm::StringRef T = Terms[I];
@@ -384,24 +426,24 @@ void einsum(const CostContext &C, NodeCost &Out) {
       if (Dots != llvm::StringRef::npos && P == Dots) {
         for (size_t E = 0; E < Ell; ++E) // ellipsis dims align from the right
           Extent["..." + std::to_string(Ell - E)] =
-              std::max(Extent["..." + std::to_string(Ell - E)],
-                       double(S.Dims[Axis++].extent()));
+              max(Extent["..." + std::to_string(Ell - E)],
+                       dimCount(S.Dims[Axis++]));
         P += 2;
         continue;
       }
       Extent[std::string(1, T[P])] =
-          std::max(Extent[std::string(1, T[P])], double(S.Dims[Axis++].extent()));
+          max(Extent[std::string(1, T[P])], dimCount(S.Dims[Axis++]));
     }
   }
-  double All = 1;
+  Count All = 1;
   for (auto &[L, E] : Extent)
     All *= E;
-  double Outs = outElems(C);
+  Count Outs = outElems(C);
   bool Summed = All > Outs;
   double Operands = C.N.Inputs.size();
-  double Mults = std::max(0.0, Operands - 1) * All;
+  Count Mults = max(0.0, Operands - 1) * All;
   Out.Fwd.Macs = Operands == 2 && Summed ? All : 0;
-  Out.Fwd.Flops = Mults + std::max(0.0, All - Outs);
+  Out.Fwd.Flops = Mults + max(0.0, All - Outs);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
@@ -409,8 +451,8 @@ void einsum(const CostContext &C, NodeCost &Out) {
     if (C.needsGrad(I)) {
       if (Operands < 2)
         continue; // a broadcast or diagonal copy of dY: bytes only
-      double Xi = C.elems(C.N.Inputs[I]);
-      Out.Bwd.Flops += Mults + std::max(0.0, All - Xi);
+      Count Xi = C.elems(C.N.Inputs[I]);
+      Out.Bwd.Flops += Mults + max(0.0, All - Xi);
       Out.Bwd.Macs += Operands == 2 && All > Xi ? All : 0;
       for (unsigned J = 0; J < C.N.Inputs.size(); ++J)
         if (J != I)
@@ -419,10 +461,10 @@ void einsum(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
-double spatialProduct(const Shape &S, size_t From) {
-  double P = 1;
+Count spatialProduct(const Shape &S, size_t From) {
+  Count P = 1;
   for (size_t I = From; I < S.rank(); ++I)
-    P *= S.Dims[I].extent();
+    P *= dimCount(S.Dims[I]);
   return P;
 }
 
@@ -431,19 +473,19 @@ double spatialProduct(const Shape &S, size_t From) {
 ///   FLOPs = 2 * MACs + N*Cout*prod(o) for the bias
 ///   backward: dX and dW each MACs; dBias = dY summed over N and the
 ///   spatial dims: N*Cout*prod(o) - Cout adds (P values sum in P - 1).
-void conv(const CostContext &C, NodeCost &Out) {
+void conv(const CostContext &C, RuleCost &Out) {
   const Shape &W = *C.N.input(1)->Shp, &Y = *C.N.output(0)->Shp; // DeformConv too
   if (W.rank() < 3 || Y.rank() != W.rank())
     return unmodeled(Out, "Conv weight and output ranks do not match");
-  double N = Y.Dims[0].extent(), Cout = Y.Dims[1].extent();
-  double OutSpatial = spatialProduct(Y, 2);
-  double Macs = formulas::convMacs(N, Cout, OutSpatial, W.Dims[1].extent(),
+  Count N = dimCount(Y.Dims[0]), Cout = dimCount(Y.Dims[1]);
+  Count OutSpatial = spatialProduct(Y, 2);
+  Count Macs = formulas::convMacs(N, Cout, OutSpatial, dimCount(W.Dims[1]),
                                    spatialProduct(W, 2));
   Out.Fwd.Macs = Macs;
   bool HasBias = C.N.OpType == "Conv" && C.N.input(2);
   Out.Fwd.Flops = 2 * Macs + (HasBias ? N * Cout * OutSpatial : 0);
   if (C.N.OpType == "DeformConv") // bilinear sampling: 4 taps per tap, 7 FLOPs
-    Out.Fwd.Flops += 7 * N * OutSpatial * W.Dims[1].extent() * spatialProduct(W, 2);
+    Out.Fwd.Flops += 7 * N * OutSpatial * dimCount(W.Dims[1]) * spatialProduct(W, 2);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
@@ -454,12 +496,12 @@ void conv(const CostContext &C, NodeCost &Out) {
 }
 
 /// QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, B): conv MACs + requantize.
-void qlinearConv(const CostContext &C, NodeCost &Out) {
+void qlinearConv(const CostContext &C, RuleCost &Out) {
   const Shape &W = *C.N.input(3)->Shp, &Y = *C.N.output(0)->Shp;
   if (W.rank() < 3)
     return unmodeled(Out, "QLinearConv weight rank below 3");
-  double Macs = formulas::convMacs(Y.Dims[0].extent(), Y.Dims[1].extent(),
-                                   spatialProduct(Y, 2), W.Dims[1].extent(),
+  Count Macs = formulas::convMacs(dimCount(Y.Dims[0]), dimCount(Y.Dims[1]),
+                                   spatialProduct(Y, 2), dimCount(W.Dims[1]),
                                    spatialProduct(W, 2));
   Out.Fwd.Macs = Macs;
   Out.Fwd.Flops = 2 * Macs + 3 * outElems(C);
@@ -470,31 +512,31 @@ void qlinearConv(const CostContext &C, NodeCost &Out) {
 /// element scatters into Cout/g * prod(k) outputs:
 ///   MACs = N * Cin * prod(i) * (Cout/g) * prod(k)
 ///   FLOPs = 2 * MACs + |Y| for the bias; dBias = |Y| - Cout adds.
-void convTranspose(const CostContext &C, NodeCost &Out) {
+void convTranspose(const CostContext &C, RuleCost &Out) {
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   const Shape &Y = *C.N.output(0)->Shp;
   if (W.rank() < 3 || X.rank() != W.rank())
     return unmodeled(Out, "ConvTranspose input and weight ranks do not match");
-  double Macs = formulas::convMacs(X.Dims[0].extent(), X.Dims[1].extent(),
-                                   spatialProduct(X, 2), W.Dims[1].extent(),
+  Count Macs = formulas::convMacs(dimCount(X.Dims[0]), dimCount(X.Dims[1]),
+                                   spatialProduct(X, 2), dimCount(W.Dims[1]),
                                    spatialProduct(W, 2));
   Out.Fwd.Macs = Macs;
   bool HasBias = C.N.input(2) != nullptr;
-  double YElems = C.elems(C.N.output(0));
+  Count YElems = C.elems(C.N.output(0));
   Out.Fwd.Flops = 2 * Macs + (HasBias ? YElems : 0);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
   productBackward(C, Out, Macs, 0, 1);
   if (HasBias && C.needsGrad(2))
-    Out.Bwd.Flops += YElems - (Y.rank() >= 2 ? double(Y.Dims[1].extent()) : 1);
+    Out.Bwd.Flops += YElems - (Y.rank() >= 2 ? dimCount(Y.Dims[1]) : 1);
   defaultBwdBytes(C, Out);
 }
 
 //===------------------------------ pooling -----------------------------===//
 
-double kernelSize(const Node &N) {
-  double K = 1;
+Count kernelSize(const Node &N) {
+  Count K = 1;
   if (auto Ks = N.attrInts("kernel_shape"))
     for (int64_t X : *Ks)
       K *= X;
@@ -503,9 +545,9 @@ double kernelSize(const Node &N) {
 
 /// MaxPool: (k - 1) comparisons per output; backward scatters dY to the
 /// argmax (one add per output) and keeps int64 indices (8 bytes per output).
-void maxPool(const CostContext &C, NodeCost &Out) {
-  double N = outElems(C), K = kernelSize(C.N);
-  Out.Fwd.Flops = N * std::max(0.0, K - 1);
+void maxPool(const CostContext &C, RuleCost &Out) {
+  Count N = outElems(C), K = kernelSize(C.N);
+  Out.Fwd.Flops = N * max(0.0, K - 1);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
@@ -516,8 +558,8 @@ void maxPool(const CostContext &C, NodeCost &Out) {
 
 /// AveragePool: k - 1 adds and a divide per output; backward spreads dY/k
 /// over the window: k per output.
-void averagePool(const CostContext &C, NodeCost &Out) {
-  double N = outElems(C), K = kernelSize(C.N);
+void averagePool(const CostContext &C, RuleCost &Out) {
+  Count N = outElems(C), K = kernelSize(C.N);
   Out.Fwd.Flops = N * K;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -528,8 +570,8 @@ void averagePool(const CostContext &C, NodeCost &Out) {
 
 /// LpPool (p = 2 typical): per output, K squares, K - 1 adds and a root:
 /// 2K - 1 FLOPs + 1 sqrt; backward dx = dy * x / y per tap: 2 per tap.
-void lpPool(const CostContext &C, NodeCost &Out) {
-  double N = outElems(C), K = kernelSize(C.N);
+void lpPool(const CostContext &C, RuleCost &Out) {
+  Count N = outElems(C), K = kernelSize(C.N);
   Out.Fwd.Flops = N * (2 * K - 1);
   Out.Fwd.Transcendentals = N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -543,7 +585,7 @@ void lpPool(const CostContext &C, NodeCost &Out) {
 
 /// GlobalAveragePool, N inputs into R outputs: (N - R) adds + R divides = N;
 /// backward broadcasts dY/n: one per input element.
-void globalAveragePool(const CostContext &C, NodeCost &Out) {
+void globalAveragePool(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = inElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -554,7 +596,7 @@ void globalAveragePool(const CostContext &C, NodeCost &Out) {
 
 /// GlobalMaxPool: N - R compares; backward compares with the max and
 /// selects dY: 2 per input element.
-void globalMaxPool(const CostContext &C, NodeCost &Out) {
+void globalMaxPool(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = inElems(C) - outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -566,7 +608,7 @@ void globalMaxPool(const CostContext &C, NodeCost &Out) {
 }
 
 /// GlobalLpPool: M squares, M - R adds, R roots; backward 2 per input.
-void globalLpPool(const CostContext &C, NodeCost &Out) {
+void globalLpPool(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = 2 * inElems(C) - outElems(C);
   Out.Fwd.Transcendentals = outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -581,7 +623,7 @@ void globalLpPool(const CostContext &C, NodeCost &Out) {
 /// MaxRoiPool: each output visits its bin; without the ROI sizes statically,
 /// the bound is one comparison per input element per ROI... too loose, so
 /// ridge counts one comparison per output per pooled tap of a 2x2 bin.
-void roiPool(const CostContext &C, NodeCost &Out) {
+void roiPool(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = 4 * outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (C.anyGrad()) {
@@ -593,8 +635,8 @@ void roiPool(const CostContext &C, NodeCost &Out) {
 /// RoiAlign: sampling_ratio^2 bilinear samples per output bin (4 taps: 4
 /// multiplies, 3 adds) plus the average. sampling_ratio 0 means "adaptive"
 /// (data-dependent); ridge then assumes 2, the common default.
-void roiAlign(const CostContext &C, NodeCost &Out) {
-  double S = C.N.attrInt("sampling_ratio", 0);
+void roiAlign(const CostContext &C, RuleCost &Out) {
+  Count S = C.N.attrInt("sampling_ratio", 0);
   if (S <= 0)
     S = 2;
   Out.Fwd.Flops = outElems(C) * (S * S * 8);
@@ -614,9 +656,9 @@ void roiAlign(const CostContext &C, NodeCost &Out) {
 ///   one rsqrt per group.
 ///   backward: dx 8/elem; dscale 2/elem, dbias 1/elem when trainable.
 ///   saves the input and per-group mean and inverse std (fp32).
-void normRule(const CostContext &C, NodeCost &Out, double Groups,
-              unsigned ScaleIdx, unsigned BiasIdx, double FwdPerElem = 8) {
-  double N = inElems(C);
+void normRule(const CostContext &C, RuleCost &Out, Count Groups,
+              unsigned ScaleIdx, unsigned BiasIdx, Count FwdPerElem = 8) {
+  Count N = inElems(C);
   Out.Fwd.Flops = FwdPerElem * N;
   Out.Fwd.Transcendentals = Groups;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -641,9 +683,9 @@ void normRule(const CostContext &C, NodeCost &Out, double Groups,
 /// b = B - mean * a per channel: 2 FLOPs per element, one rsqrt and 3 FLOPs
 /// (add eps, multiply, multiply-subtract = 2) per channel, 4 per channel in
 /// all; reads x and the four per-channel tensors, writes y.
-void batchNorm(const CostContext &C, NodeCost &Out) {
+void batchNorm(const CostContext &C, RuleCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
-  double Channels = X.rank() >= 2 ? X.Dims[1].extent() : 1;
+  Count Channels = X.rank() >= 2 ? dimCount(X.Dims[1]) : 1;
   if (C.Inference) {
     Out.Fwd.Flops = 2 * inElems(C) + 4 * Channels;
     Out.Fwd.Transcendentals = Channels;
@@ -657,41 +699,41 @@ void batchNorm(const CostContext &C, NodeCost &Out) {
       Out.Fwd.Bytes += C.bytes(C.N.input(I + 2));
 }
 
-void instanceNorm(const CostContext &C, NodeCost &Out) {
+void instanceNorm(const CostContext &C, RuleCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
-  double Groups = X.rank() >= 2 ? double(X.Dims[0].extent()) * X.Dims[1].extent() : 1;
+  Count Groups = X.rank() >= 2 ? dimCount(X.Dims[0]) * dimCount(X.Dims[1]) : 1;
   normRule(C, Out, Groups, 1, 2);
 }
 
 /// The groups of a norm over the dims from `axis` (default -1) on
 /// (LayerNormalization, RMS norm): the product of the dims before it.
-double groupsBeforeAxis(const CostContext &C) {
+Count groupsBeforeAxis(const CostContext &C) {
   const Shape &X = *C.N.input(0)->Shp;
   int64_t Axis = C.N.attrInt("axis", -1);
   if (Axis < 0)
     Axis += X.rank();
-  double Groups = 1;
+  Count Groups = 1;
   for (int64_t I = 0; I < Axis && I < int64_t(X.rank()); ++I)
-    Groups *= X.Dims[I].extent();
+    Groups *= dimCount(X.Dims[I]);
   return Groups;
 }
 
 /// LayerNormalization: groups = product of the dims before `axis`.
-void layerNorm(const CostContext &C, NodeCost &Out) {
+void layerNorm(const CostContext &C, RuleCost &Out) {
   normRule(C, Out, groupsBeforeAxis(C), 1, 2);
 }
 
-void groupNorm(const CostContext &C, NodeCost &Out) {
+void groupNorm(const CostContext &C, RuleCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
-  double Groups = (X.rank() ? X.Dims[0].extent() : 1) * C.N.attrInt("num_groups", 1);
+  Count Groups = (X.rank() ? dimCount(X.Dims[0]) : 1) * C.N.attrInt("num_groups", 1);
   normRule(C, Out, Groups, 1, 2);
 }
 
 /// Rows of the last axis: N / extent(last dim), the groups of the
 /// Skip*Normalization ops (they normalize over the last axis only).
-double lastAxisRows(const CostContext &C) {
+Count lastAxisRows(const CostContext &C) {
   const Shape &X = *C.N.input(0)->Shp;
-  return X.rank() ? inElems(C) / std::max<int64_t>(1, X.Dims.back().extent()) : 1;
+  return X.rank() ? inElems(C) / max(Count(1), dimCount(X.Dims.back())) : 1;
 }
 
 /// RMS norm of N elements in G rows: square N, sum of squares N - G adds + G
@@ -699,8 +741,8 @@ double lastAxisRows(const CostContext &C) {
 /// 4N FLOPs, one rsqrt per row. Saves the input and one inverse RMS per row
 /// (fp32, 4 bytes: RMS norm has no mean). The forward only; the backward's
 /// FLOPs are the caller's.
-void rmsRule(const CostContext &C, NodeCost &Out, double Groups) {
-  double N = inElems(C);
+void rmsRule(const CostContext &C, RuleCost &Out, Count Groups) {
+  Count N = inElems(C);
   Out.Fwd.Flops = 4 * N;
   Out.Fwd.Transcendentals = Groups;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -713,11 +755,11 @@ void rmsRule(const CostContext &C, NodeCost &Out, double Groups) {
 /// RMS norm (SimplifiedLayerNormalization(X, scale), `axis` default -1):
 /// G = product of the dims before axis; forward rmsRule's 4N + G rsqrt;
 /// backward dx 5N (X needs a gradient), dscale 2N (scale needs one).
-void rmsNorm(const CostContext &C, NodeCost &Out) {
+void rmsNorm(const CostContext &C, RuleCost &Out) {
   rmsRule(C, Out, groupsBeforeAxis(C));
   if (!C.anyGrad())
     return;
-  double N = inElems(C);
+  Count N = inElems(C);
   Out.Bwd.Flops = (C.needsGrad(0) ? 5 * N : 0) + (C.needsGrad(1) ? 2 * N : 0);
   defaultBwdBytes(C, Out);
 }
@@ -728,10 +770,10 @@ void rmsNorm(const CostContext &C, NodeCost &Out) {
 ///   backward: ds (normRule's 8N) when input, skip or bias needs a gradient
 ///   (all three flow through the same s: dinput = dskip = ds); dgamma 2N;
 ///   dbeta N; dbias = ds summed over the rows: N - |bias| adds.
-void skipLayerNorm(const CostContext &C, NodeCost &Out) {
+void skipLayerNorm(const CostContext &C, RuleCost &Out) {
   normRule(C, Out, lastAxisRows(C), 2, 3);
   const Value *Bias = C.N.input(4);
-  double N = inElems(C);
+  Count N = inElems(C);
   Out.Fwd.Flops += (Bias ? 2 : 1) * N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -749,10 +791,10 @@ void skipLayerNorm(const CostContext &C, NodeCost &Out) {
 ///   backward: ds 5N when input, skip or bias needs a gradient (one s);
 ///   dgamma 2N; dbias = ds summed over the rows: N - |bias| adds;
 ///   saves one inverse RMS per row (4 bytes).
-void skipRmsNorm(const CostContext &C, NodeCost &Out) {
+void skipRmsNorm(const CostContext &C, RuleCost &Out) {
   rmsRule(C, Out, lastAxisRows(C));
   const Value *Bias = C.N.input(3);
-  double N = inElems(C);
+  Count N = inElems(C);
   Out.Fwd.Flops += (Bias ? 2 : 1) * N;
   if (!C.anyGrad())
     return;
@@ -764,8 +806,8 @@ void skipRmsNorm(const CostContext &C, NodeCost &Out) {
 
 /// LRN: per element, a sum of `size` squares, then (bias + alpha/size*sum)^beta
 /// and a divide: 2*size + 3 FLOPs and one pow.
-void lrn(const CostContext &C, NodeCost &Out) {
-  double N = inElems(C), S = C.N.attrInt("size", 1);
+void lrn(const CostContext &C, RuleCost &Out) {
+  Count N = inElems(C), S = C.N.attrInt("size", 1);
   Out.Fwd.Flops = N * (2 * S + 3);
   Out.Fwd.Transcendentals = N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -778,21 +820,21 @@ void lrn(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
-void meanVarianceNorm(const CostContext &C, NodeCost &Out) {
-  normRule(C, Out, outElems(C) / std::max(1.0, inElems(C)), 99, 99, 6);
+void meanVarianceNorm(const CostContext &C, RuleCost &Out) {
+  normRule(C, Out, outElems(C) / max(1.0, inElems(C)), 99, 99, 6);
 }
 
 /// LpNormalization (p=2): square and add per element, a sqrt per row, a
 /// divide per element.
-void lpNorm(const CostContext &C, NodeCost &Out) {
+void lpNorm(const CostContext &C, RuleCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
   int64_t Axis = C.N.attrInt("axis", -1);
   if (Axis < 0)
     Axis += X.rank();
-  double Row = Axis >= 0 && Axis < int64_t(X.rank()) ? X.Dims[Axis].extent() : 1;
-  double N = inElems(C);
+  Count Row = Axis >= 0 && Axis < int64_t(X.rank()) ? dimCount(X.Dims[Axis]) : 1;
+  Count N = inElems(C);
   Out.Fwd.Flops = 3 * N;
-  Out.Fwd.Transcendentals = N / std::max(1.0, Row);
+  Out.Fwd.Transcendentals = N / max(1.0, Row);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
@@ -805,9 +847,9 @@ void lpNorm(const CostContext &C, NodeCost &Out) {
 /// Rows of Softmax, LogSoftmax and Hardmax: from opset 13 the op runs along
 /// `axis` (default -1): rows = N / extent(axis); before, the input is
 /// coerced to 2-D at `axis` (default 1): rows = prod(dims before axis).
-double softmaxRows(const CostContext &C) {
+Count softmaxRows(const CostContext &C) {
   const Shape &X = *C.N.input(0)->Shp;
-  double N = inElems(C);
+  Count N = inElems(C);
   int64_t Rank = X.rank();
   bool Coerce2D = C.N.OpsetVersion > 0 && C.N.OpsetVersion < 13;
   int64_t Axis = C.N.attrInt("axis", Coerce2D ? 1 : -1);
@@ -816,22 +858,22 @@ double softmaxRows(const CostContext &C) {
   if (Rank == 0 || Axis < 0 || Axis > Rank)
     return N;
   if (Coerce2D) {
-    double Rows = 1;
+    Count Rows = 1;
     for (int64_t I = 0; I < Axis; ++I)
-      Rows *= X.Dims[I].extent();
+      Rows *= dimCount(X.Dims[I]);
     return Rows;
   }
   if (Axis >= Rank)
     return N;
-  return X.Dims[Axis].extent() ? N / X.Dims[Axis].extent() : 0;
+  return dimCount(X.Dims[Axis]) != 0 ? N / dimCount(X.Dims[Axis]) : Count(0);
 }
 
 /// Softmax of N elements in R rows: max (N - R compares), subtract N, exp N
 /// (transcendental), sum (N - R adds), divide N: 4N - 2R FLOPs + N exp.
 /// Backward from the saved output y*(dy - sum(dy*y)): mul N, sum N - R,
 /// sub N, mul N = 4N - R.
-void softmax(const CostContext &C, NodeCost &Out) {
-  double N = outElems(C), R = softmaxRows(C);
+void softmax(const CostContext &C, RuleCost &Out) {
+  Count N = outElems(C), R = softmaxRows(C);
   Out.Fwd.Flops = 4 * N - 2 * R;
   Out.Fwd.Transcendentals = N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -846,8 +888,8 @@ void softmax(const CostContext &C, NodeCost &Out) {
 /// (transc), sum (N - R), log R (transc), subtract N: 4N - 2R FLOPs and
 /// N + R transcendentals. Backward dy - exp(y)*sum(dy): sum N - R, exp N
 /// (transc), mul N, sub N = 3N - R FLOPs + N exp.
-void logSoftmax(const CostContext &C, NodeCost &Out) {
-  double N = outElems(C), R = softmaxRows(C);
+void logSoftmax(const CostContext &C, RuleCost &Out) {
+  Count N = outElems(C), R = softmaxRows(C);
   Out.Fwd.Flops = 4 * N - 2 * R;
   Out.Fwd.Transcendentals = N + R;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -861,7 +903,7 @@ void logSoftmax(const CostContext &C, NodeCost &Out) {
 
 /// Hardmax: an ArgMax per row (N - R compares), then the one-hot output
 /// written (bytes: input read + output written); no gradient.
-void hardmax(const CostContext &C, NodeCost &Out) {
+void hardmax(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = inElems(C) - softmaxRows(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
@@ -873,10 +915,10 @@ void hardmax(const CostContext &C, NodeCost &Out) {
 /// Forward FLOPs = FPerIn*N + FPerOut*R (FPerOut -1 for that N - R),
 /// transcendentals TPerIn*N + TPerOut*R; backward BPerIn (+ BTPerIn
 /// transcendentals) per input element.
-void reduceRule(const CostContext &C, NodeCost &Out, double FPerIn,
-                double FPerOut, double TPerIn, double TPerOut, double BPerIn,
-                double BTPerIn, bool SaveInOut) {
-  double N = inElems(C), R = outElems(C);
+void reduceRule(const CostContext &C, RuleCost &Out, Count FPerIn,
+                Count FPerOut, Count TPerIn, Count TPerOut, Count BPerIn,
+                Count BTPerIn, bool SaveInOut) {
+  Count N = inElems(C), R = outElems(C);
   Out.Fwd.Flops = FPerIn * N + FPerOut * R;
   Out.Fwd.Transcendentals = TPerIn * N + TPerOut * R;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -892,42 +934,43 @@ void reduceRule(const CostContext &C, NodeCost &Out, double FPerIn,
 }
 
 /// ReduceSum: N - R adds; backward broadcasts dY: 0 FLOPs.
-void reduceSum(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 0, 0, false); }
+void reduceSum(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 0, 0, false); }
 /// ReduceMean: (N - R) adds + R divides = N; backward dY/n broadcast: N.
-void reduceMean(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 1, 0, false); }
+void reduceMean(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 1, 0, 0, 0, 1, 0, false); }
 /// ReduceMax/Min: N - R compares; backward compare with y, select dY: 2N.
-void reduceMax(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 2, 0, true); }
+void reduceMax(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 2, 0, true); }
 /// ReduceProd: N - R multiplies; backward dy*y/x: 2N.
-void reduceProd(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 2, 0, true); }
+void reduceProd(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 1, -1, 0, 0, 2, 0, true); }
 /// ReduceL1: abs N + (N - R) adds = 2N - R; backward sign(x)*dy: 2N.
-void reduceL1(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, -1, 0, 0, 2, 0, true); }
+void reduceL1(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 2, -1, 0, 0, 2, 0, true); }
 /// ReduceL2: square N + (N - R) adds = 2N - R, + R sqrt; backward dy*x/y: 2N.
-void reduceL2(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, -1, 0, 1, 2, 0, true); }
+void reduceL2(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 2, -1, 0, 1, 2, 0, true); }
 /// ReduceSumSquare: square N + (N - R) adds = 2N - R; backward 2*x*dy: 2N.
-void reduceSumSquare(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 2, -1, 0, 0, 2, 0, true); }
+void reduceSumSquare(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 2, -1, 0, 0, 2, 0, true); }
 /// ReduceLogSum: (N - R) adds + R log; backward dy/y broadcast: N.
-void reduceLogSum(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 1, -1, 0, 1, 1, 0, true); }
+void reduceLogSum(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 1, -1, 0, 1, 1, 0, true); }
 /// ReduceLogSumExp = log(sum(exp(x - max))) + max: max N - R, sub N, exp N
 /// (transc), sum N - R, log R (transc), add R: 3N - R FLOPs, N + R
 /// transcendentals; backward dy*exp(x - y): 2 FLOPs + exp per element.
-void reduceLogSumExp(const CostContext &C, NodeCost &Out) { reduceRule(C, Out, 3, -1, 1, 1, 2, 1, true); }
+void reduceLogSumExp(const CostContext &C, RuleCost &Out) { reduceRule(C, Out, 3, -1, 1, 1, 2, 1, true); }
 /// ArgMax/ArgMin: N - R compares; indices carry no gradient.
-void reduceNoGrad(const CostContext &C, NodeCost &Out) {
+void reduceNoGrad(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = inElems(C) - outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
 
 /// TopK: a heap of K over n elements: n * ceil(log2(K + 1)) comparisons;
 /// backward scatters dY to the indices (one per output).
-void topK(const CostContext &C, NodeCost &Out) {
-  double N = inElems(C), K = outElems(C) / std::max(1.0, N) ;
+void topK(const CostContext &C, RuleCost &Out) {
+  Count N = inElems(C);
   const Shape &X = *C.N.input(0)->Shp, &Y = *C.N.output(0)->Shp;
   int64_t Axis = C.N.attrInt("axis", -1);
   if (Axis < 0)
     Axis += X.rank();
-  if (Axis >= 0 && Axis < int64_t(Y.rank()))
-    K = Y.Dims[Axis].extent();
-  Out.Fwd.Flops = N * std::ceil(std::log2(K + 1));
+  Count K = Axis >= 0 && Axis < int64_t(Y.rank()) ? dimCount(Y.Dims[Axis])
+                                                  : outElems(C) / max(1.0, N);
+  Out.Fwd.Flops = K.isNumber() ? N * std::ceil(std::log2(K.number() + 1))
+                              : N * Count::undecided("TopK's ceil(log2(k + 1)) of a symbolic k");
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;
@@ -936,7 +979,7 @@ void topK(const CostContext &C, NodeCost &Out) {
   defaultBwdBytes(C, Out);
 }
 
-void cumSum(const CostContext &C, NodeCost &Out) {
+void cumSum(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = inElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (C.anyGrad()) {
@@ -947,8 +990,8 @@ void cumSum(const CostContext &C, NodeCost &Out) {
 
 /// NegativeLogLikelihoodLoss: gather one log-probability per sample (and a
 /// weight multiply), then the reduction: ~3 per sample.
-void nllLoss(const CostContext &C, NodeCost &Out) {
-  double Samples = inElems(C, 1);
+void nllLoss(const CostContext &C, RuleCost &Out) {
+  Count Samples = inElems(C, 1);
   Out.Fwd.Flops = 3 * Samples;
   Out.Fwd.Bytes = C.bytes(C.N.input(1)) + 2 * Samples * C.elemBytes(C.N.input(0)) + outBytes(C);
   if (!C.anyGrad())
@@ -962,8 +1005,8 @@ void nllLoss(const CostContext &C, NodeCost &Out) {
 /// divide (mean): 2S; 4N in all. Backward (softmax - onehot) * dY / S: the
 /// exp of the saved log-probabilities N (transcendental), S subtractions at
 /// the targets, N scalings: N + S.
-void softmaxCrossEntropy(const CostContext &C, NodeCost &Out) {
-  double N = inElems(C), Samples = inElems(C, 1);
+void softmaxCrossEntropy(const CostContext &C, RuleCost &Out) {
+  Count N = inElems(C), Samples = inElems(C, 1);
   Out.Fwd.Flops = 4 * N;
   Out.Fwd.Transcendentals = N + Samples;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -979,7 +1022,7 @@ void softmaxCrossEntropy(const CostContext &C, NodeCost &Out) {
 
 /// Copies: inputs read, outputs written, no arithmetic; the backward is the
 /// adjoint copy (dY read, dX written).
-void dataMovement(const CostContext &C, NodeCost &Out) {
+void dataMovement(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (C.anyGrad())
     defaultBwdBytes(C, Out);
@@ -987,7 +1030,7 @@ void dataMovement(const CostContext &C, NodeCost &Out) {
 
 /// Tile and Expand: the backward sums dY back to the input: one add per
 /// output element beyond the input's.
-void broadcastCopy(const CostContext &C, NodeCost &Out) {
+void broadcastCopy(const CostContext &C, RuleCost &Out) {
   dataMovement(C, Out);
   if (C.anyGrad())
     Out.Bwd.Flops = outElems(C) - inElems(C);
@@ -995,9 +1038,9 @@ void broadcastCopy(const CostContext &C, NodeCost &Out) {
 
 /// Cast: one conversion per element (not a FLOP: XLA counts converts as
 /// bytes only); the backward casts dY back.
-void cast(const CostContext &C, NodeCost &Out) { dataMovement(C, Out); }
+void cast(const CostContext &C, RuleCost &Out) { dataMovement(C, Out); }
 
-void trilu(const CostContext &C, NodeCost &Out) {
+void trilu(const CostContext &C, RuleCost &Out) {
   dataMovement(C, Out);
   Out.Fwd.Flops = outElems(C); // a select per element
   if (C.anyGrad())
@@ -1010,8 +1053,8 @@ void trilu(const CostContext &C, NodeCost &Out) {
 /// (|out|) + indices read + the zeroed table gradient written whole (the
 /// embedding table's dW is dense: |table|) + the touched rows read back by
 /// the scatter-add (|out|) = table + 2*out + idx.
-void gather(const CostContext &C, NodeCost &Out) {
-  double Idx = C.bytes(C.N.input(1)), O = outBytes(C);
+void gather(const CostContext &C, RuleCost &Out) {
+  Count Idx = C.bytes(C.N.input(1)), O = outBytes(C);
   Out.Fwd.Bytes = Idx + 2 * O;
   if (!C.anyGrad())
     return;
@@ -1026,20 +1069,20 @@ void gather(const CostContext &C, NodeCost &Out) {
 /// the gathered rows at their stored width (bits per value), their scales
 /// and zero points (one per block of block_size values), the output. The
 /// table is integer: no gradient.
-void gatherBlockQuantized(const CostContext &C, NodeCost &Out) {
-  double E = outElems(C), Block = double(std::max<int64_t>(1, C.N.attrInt("block_size", 128)));
-  double Bits = double(C.N.attrInt("bits", 4));
+void gatherBlockQuantized(const CostContext &C, RuleCost &Out) {
+  Count E = outElems(C), Block = Count(std::max<int64_t>(1, C.N.attrInt("block_size", 128)));
+  Count Bits = Count(C.N.attrInt("bits", 4));
   const Value *Scales = C.N.input(2), *Zp = C.N.input(3);
   Out.Fwd.Flops = 2 * E;
   // uint8 zero points are packed as the data is.
-  double ZpBytes = !Zp ? 0 : Zp->Elem == DType::UInt8 && Bits < 8 ? Bits / 8 : C.elemBytes(Zp);
+  Count ZpBytes = !Zp ? 0 : Zp->Elem == DType::UInt8 && Bits < 8 ? Bits / 8 : C.elemBytes(Zp);
   Out.Fwd.Bytes = C.bytes(C.N.input(1)) + E * Bits / 8 +
                   E / Block * (C.elemBytes(Scales) + ZpBytes) + outBytes(C);
 }
 
 /// Scatter family: data copied to the output, updates written at the
 /// indices; a reduction attribute (add, mul, max, min) costs one per update.
-void scatter(const CostContext &C, NodeCost &Out) {
+void scatter(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (C.N.attrString("reduction", "none") != "none")
     Out.Fwd.Flops = inElems(C, 2);
@@ -1051,13 +1094,13 @@ void scatter(const CostContext &C, NodeCost &Out) {
 
 /// Resize: nearest moves data only; linear interpolates 2^d taps (a multiply
 /// and an add each), cubic 4^d, d = number of resized dims.
-void resize(const CostContext &C, NodeCost &Out) {
+void resize(const CostContext &C, RuleCost &Out) {
   const Shape &X = *C.N.input(0)->Shp, &Y = *C.N.output(0)->Shp;
   double D = 0;
   for (size_t I = 0; I < X.rank() && I < Y.rank(); ++I)
-    D += X.Dims[I].extent() != Y.Dims[I].extent();
+    D += X.Dims[I] != Y.Dims[I];
   std::string Mode = C.N.attrString("mode", "nearest");
-  double Taps = Mode == "linear" || Mode == "bilinear" ? std::pow(2.0, D)
+  Count Taps = Mode == "linear" || Mode == "bilinear" ? std::pow(2.0, D)
                 : Mode == "cubic"                      ? std::pow(4.0, D)
                                                        : 0;
   Out.Fwd.Flops = outElems(C) * 2 * Taps;
@@ -1070,7 +1113,7 @@ void resize(const CostContext &C, NodeCost &Out) {
 
 /// GridSample (bilinear, 2-D): 4 taps per output, 7 FLOPs plus the
 /// coordinate unnormalization (4).
-void gridSample(const CostContext &C, NodeCost &Out) {
+void gridSample(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = 11 * outElems(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -1082,7 +1125,7 @@ void gridSample(const CostContext &C, NodeCost &Out) {
 }
 
 /// AffineGrid: a (d+1)-vector times a d x (d+1) matrix per output point.
-void affineGrid(const CostContext &C, NodeCost &Out) {
+void affineGrid(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = 2 * outElems(C) * 3;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (C.anyGrad()) {
@@ -1091,29 +1134,29 @@ void affineGrid(const CostContext &C, NodeCost &Out) {
   }
 }
 
-void writeOutput(const CostContext &C, NodeCost &Out) { Out.Fwd.Bytes = outBytes(C); }
-void readInWriteOut(const CostContext &C, NodeCost &Out) {
+void writeOutput(const CostContext &C, RuleCost &Out) { Out.Fwd.Bytes = outBytes(C); }
+void readInWriteOut(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Flops = inElems(C); // one inspection per input element
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
 /// Reads what it outputs (sequence element access, concatenation).
-void readInWriteOutOut(const CostContext &C, NodeCost &Out) {
+void readInWriteOutOut(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Bytes = 2 * outBytes(C);
   if (C.anyGrad())
     Out.Bwd.Bytes = 2 * gradOutBytes(C);
 }
-void dataMovementIn(const CostContext &C, NodeCost &Out) {
+void dataMovementIn(const CostContext &C, RuleCost &Out) {
   Out.Fwd.Bytes = 2 * C.bytes(C.N.input(0));
   if (C.anyGrad())
     Out.Bwd.Bytes = 2 * C.bytes(C.N.input(0));
 }
 
 /// Det of [..., n, n]: LU decomposition, 2n^3/3 FLOPs per matrix.
-void det(const CostContext &C, NodeCost &Out) {
+void det(const CostContext &C, RuleCost &Out) {
   const Shape &X = *C.N.input(0)->Shp;
   if (X.rank() < 2)
     return unmodeled(Out, "Det of an input below rank 2");
-  double Nn = X.Dims.back().extent();
+  Count Nn = dimCount(X.Dims.back());
   Out.Fwd.Flops = outElems(C) * 2 * Nn * Nn * Nn / 3;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -1125,16 +1168,16 @@ void det(const CostContext &C, NodeCost &Out) {
 
 /// DFT/STFT as FFT: 5 n log2 n real FLOPs per complex transform of length n
 /// (the standard radix-2 count).
-void dft(const CostContext &C, NodeCost &Out) {
+void dft(const CostContext &C, RuleCost &Out) {
   const Shape &Y = *C.N.output(0)->Shp;
   if (Y.rank() < 2)
     return unmodeled(Out, "DFT output below rank 2");
   int64_t Axis = C.N.attrInt("axis", 1);
   if (Axis < 0)
     Axis += Y.rank();
-  double Len = Axis >= 0 && Axis < int64_t(Y.rank()) ? Y.Dims[Axis].extent() : 1;
-  double Transforms = outElems(C) / 2 / std::max(1.0, Len);
-  Out.Fwd.Flops = Transforms * 5 * Len * std::log2(std::max(2.0, Len));
+  Count Len = Axis >= 0 && Axis < int64_t(Y.rank()) ? dimCount(Y.Dims[Axis]) : 1;
+  Count Transforms = outElems(C) / 2 / max(1.0, Len);
+  Out.Fwd.Flops = Transforms * 5 * Len * sym::log2(max(Count(2), Len));
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (C.anyGrad()) {
     Out.Bwd.Flops = Out.Fwd.Flops;
@@ -1143,19 +1186,19 @@ void dft(const CostContext &C, NodeCost &Out) {
 }
 
 /// Views: Reshape, Squeeze, Unsqueeze, Flatten, Identity move no data.
-void view(const CostContext &C, NodeCost &Out) {}
+void view(const CostContext &C, RuleCost &Out) {}
 /// Metadata and bookkeeping: shapes, sizes, constants, sequence handles.
-void metadata(const CostContext &C, NodeCost &Out) {}
+void metadata(const CostContext &C, RuleCost &Out) {}
 
 /// Dropout in training mode (whatever the export says): a Bernoulli mask
 /// (random generation not counted) and y = x * mask / (1 - p): 2 FLOPs per
 /// element; the mask is written and kept for backward (1 byte per element);
 /// backward dy * mask / (1 - p): 2 per element.
 /// Inference mode: the identity, which runtimes remove (nothing moves).
-void dropout(const CostContext &C, NodeCost &Out) {
+void dropout(const CostContext &C, RuleCost &Out) {
   if (C.Inference)
     return;
-  double N = outElems(C);
+  Count N = outElems(C);
   Out.Fwd.Flops = 2 * N;
   Out.Fwd.Bytes = C.bytes(C.N.input(0)) + C.bytes(C.N.output(0)) + N;
   if (!C.anyGrad())
@@ -1167,16 +1210,16 @@ void dropout(const CostContext &C, NodeCost &Out) {
 
 /// If, Loop, Scan: the node itself costs nothing; CostAnalysis costs the
 /// bodies with the right multiplicity.
-void controlFlow(const CostContext &C, NodeCost &Out) {}
+void controlFlow(const CostContext &C, RuleCost &Out) {}
 
 //===---------------------- optimizer updates as ops ---------------------===//
 
 /// Outputs are Groups tensors per parameter (X and its state); the update
 /// costs Flops (+ Transc) per element of the parameters; every input is
 /// read and every output written.
-void optimizerUpdate(const CostContext &C, NodeCost &Out, double Groups, double Flops,
-                     double Transc) {
-  double Elems = 0;
+void optimizerUpdate(const CostContext &C, RuleCost &Out, Count Groups, Count Flops,
+                     Count Transc) {
+  Count Elems = 0;
   for (const Value *V : C.N.Outputs)
     Elems += C.elems(V);
   Elems /= Groups;
@@ -1184,9 +1227,9 @@ void optimizerUpdate(const CostContext &C, NodeCost &Out, double Groups, double 
   Out.Fwd.Transcendentals = Transc * Elems;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
-void momentumOp(const CostContext &C, NodeCost &Out) { optimizerUpdate(C, Out, 2, 4, 0); }
-void adagradOp(const CostContext &C, NodeCost &Out) { optimizerUpdate(C, Out, 2, 6, 1); }
-void adamOp(const CostContext &C, NodeCost &Out) { optimizerUpdate(C, Out, 3, 13, 1); }
+void momentumOp(const CostContext &C, RuleCost &Out) { optimizerUpdate(C, Out, 2, 4, 0); }
+void adagradOp(const CostContext &C, RuleCost &Out) { optimizerUpdate(C, Out, 2, 6, 1); }
+void adamOp(const CostContext &C, RuleCost &Out) { optimizerUpdate(C, Out, 3, 13, 1); }
 
 //===---------------------------- recurrent -----------------------------===//
 
@@ -1206,26 +1249,27 @@ void adamOp(const CostContext &C, NodeCost &Out) { optimizerUpdate(C, Out, 3, 13
 ///     dh = dGates.R: B*G*H*H, whenever any input needs a gradient (the
 ///       recurrence carries the gradient back through the steps);
 ///   element-wise and bias work 2x the forward; saves gates, c and h per step.
-void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
-               double EwTransc) {
+void recurrent(const CostContext &C, RuleCost &Out, Count G, Count EwFlops,
+               Count EwTransc) {
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   if (X.rank() != 3 || W.rank() != 3)
     return unmodeled(Out, C.N.OpType + " needs rank-3 X and W");
   bool BatchFirst = C.N.attrInt("layout", 0) == 1;
-  double S = X.Dims[BatchFirst ? 1 : 0].extent(), B = X.Dims[BatchFirst ? 0 : 1].extent();
-  double I = X.Dims[2].extent(), D = W.Dims[0].extent();
-  double H = C.N.attrInt("hidden_size", W.Dims[1].extent() / G);
-  double Steps = S * D;
-  double Macs = Steps * B * G * H * (I + H);
+  Count S = dimCount(X.Dims[BatchFirst ? 1 : 0]), B = dimCount(X.Dims[BatchFirst ? 0 : 1]);
+  Count I = dimCount(X.Dims[2]), D = dimCount(W.Dims[0]);
+  Count H = C.N.attr("hidden_size") ? Count(C.N.attrInt("hidden_size", 0))
+                                     : dimCount(W.Dims[1]) / G;
+  Count Steps = S * D;
+  Count Macs = Steps * B * G * H * (I + H);
   Out.Fwd.Macs = Macs;
   // The two bias adds per gate element only when the B input is present.
-  double BiasAdds = C.N.input(3) ? 2 * G * H : 0;
+  Count BiasAdds = C.N.input(3) ? 2 * G * H : 0;
   Out.Fwd.Flops = 2 * Macs + Steps * B * (BiasAdds + EwFlops * H);
   Out.Fwd.Transcendentals = Steps * B * H * EwTransc;
   // The recurrence runs one product per time step, and each step reads its
   // direction's W and R again: S - 1 reads beyond the single read the
   // default counts. This is what keeps an RNN's intensity at about its batch.
-  double WeightBytes = C.bytes(C.N.input(1)) + C.bytes(C.N.input(2));
+  Count WeightBytes = C.bytes(C.N.input(1)) + C.bytes(C.N.input(2));
   Out.Fwd.Bytes = inBytes(C) + outBytes(C) + (S - 1) * WeightBytes;
   if (!C.anyGrad())
     return;
@@ -1243,9 +1287,9 @@ void recurrent(const CostContext &C, NodeCost &Out, double G, double EwFlops,
   Out.Bwd.Bytes += (S - 1) * WeightBytes;
 }
 
-void lstm(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 4, 13, 5); }
-void gru(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 3, 11, 3); }
-void rnn(const CostContext &C, NodeCost &Out) { recurrent(C, Out, 1, 0, 1); }
+void lstm(const CostContext &C, RuleCost &Out) { recurrent(C, Out, 4, 13, 5); }
+void gru(const CostContext &C, RuleCost &Out) { recurrent(C, Out, 3, 11, 3); }
+void rnn(const CostContext &C, RuleCost &Out) { recurrent(C, Out, 1, 0, 1); }
 
 //===------------------------- com.microsoft ----------------------------===//
 
@@ -1269,17 +1313,17 @@ struct CoreGrads {
 ///     dQ = dS.K (Scores*Dk MACs) for q; dK = dS^T.Q (Scores*Dk MACs) for k.
 ///   saves the probabilities (one per score, read by dV and by the softmax
 ///   backward); the caller saves q, k, v as coreSave says.
-void attentionCore(const CostContext &C, NodeCost &Out, double B, double A,
-                   double S, double L, double Dk, double Dv, CoreGrads G) {
-  double Scores = B * A * S * L, Rows = B * A * S;
-  double Macs = Scores * (Dk + Dv);
+void attentionCore(const CostContext &C, RuleCost &Out, Count B, Count A,
+                   Count S, Count L, Count Dk, Count Dv, CoreGrads G) {
+  Count Scores = B * A * S * L, Rows = B * A * S;
+  Count Macs = Scores * (Dk + Dv);
   Out.Fwd.Macs += Macs;
   Out.Fwd.Flops += 2 * Macs + Scores + (4 * Scores - 2 * Rows);
   Out.Fwd.Transcendentals += Scores;
   if (!G.any())
     return;
   Out.SavedBytes += Scores * C.elemBytes(C.N.input(0));
-  double BwdMacs = (G.V ? Scores * Dv : 0) + (G.scores() ? Scores * Dv : 0) +
+  Count BwdMacs = (G.V ? Scores * Dv : 0) + (G.scores() ? Scores * Dv : 0) +
                    (G.Q ? Scores * Dk : 0) + (G.K ? Scores * Dk : 0);
   Out.Bwd.Macs += BwdMacs;
   Out.Bwd.Flops += 2 * BwdMacs + (G.scores() ? Scores + (4 * Scores - Rows) : 0);
@@ -1287,7 +1331,7 @@ void attentionCore(const CostContext &C, NodeCost &Out, double B, double A,
 
 /// What the core's backward reads besides the probabilities: dQ = dS.K
 /// reads k, dK = dS^T.Q reads q, dP = dY.V^T (for q or k) reads v.
-void coreSave(NodeCost &Out, const Value *Q, const Value *K, const Value *V,
+void coreSave(RuleCost &Out, const Value *Q, const Value *K, const Value *V,
               CoreGrads G) {
   if (G.K)
     save(Out, Q);
@@ -1303,13 +1347,13 @@ void coreSave(NodeCost &Out, const Value *Q, const Value *K, const Value *V,
 /// dbias = dQKV summed over the B*S rows: (B*S - 1)*3H adds. q, k and v
 /// are projections: the core needs all three gradients whenever any
 /// input does. Saves x and q, k, v (B*S*3H).
-void msAttention(const CostContext &C, NodeCost &Out) {
+void msAttention(const CostContext &C, RuleCost &Out) {
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   if (X.rank() != 3 || W.rank() != 2)
     return unmodeled(Out, "Attention needs input [B,S,H] and weights [H,3H]");
-  double B = X.Dims[0].extent(), S = X.Dims[1].extent(), Hin = X.Dims[2].extent();
-  double H3 = W.Dims[1].extent(), A = C.N.attrInt("num_heads", 1);
-  double Proj = B * S * Hin * H3;
+  Count B = dimCount(X.Dims[0]), S = dimCount(X.Dims[1]), Hin = dimCount(X.Dims[2]);
+  Count H3 = dimCount(W.Dims[1]), A = C.N.attrInt("num_heads", 1);
+  Count Proj = B * S * Hin * H3;
   Out.Fwd.Macs = Proj;
   Out.Fwd.Flops = 2 * Proj + (C.N.input(2) ? B * S * H3 : 0);
   if (C.anyGrad()) {
@@ -1320,7 +1364,7 @@ void msAttention(const CostContext &C, NodeCost &Out) {
     save(Out, C.N.input(0));
     Out.SavedBytes += B * S * H3 * C.elemBytes(C.N.input(0)); // q, k, v
   }
-  double H = H3 / 3;
+  Count H = H3 / 3;
   bool Any = C.anyGrad();
   attentionCore(C, Out, B, A, S, S, H / A, H / A, {Any, Any, Any});
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -1335,14 +1379,14 @@ void msAttention(const CostContext &C, NodeCost &Out) {
 /// k', v' (the biased tensors) is needed for its own input and for the
 /// bias; dbias sums them over their rows: (B*S - 1)*Hq + (B*L - 1)*Hk +
 /// (B*L - 1)*Hv adds. The saved q, k, v stand for q', k', v' (same sizes).
-void msMultiHeadAttention(const CostContext &C, NodeCost &Out) {
+void msMultiHeadAttention(const CostContext &C, RuleCost &Out) {
   const Value *Q = C.N.input(0), *K = C.N.input(1), *V = C.N.input(2);
   if (!Q || !K || !V || Q->Shp->rank() != 3 || K->Shp->rank() != 3 || V->Shp->rank() != 3)
     return unmodeled(Out, "MultiHeadAttention: only unpacked 3-D query, key, value are modeled");
-  double B = Q->Shp->Dims[0].extent(), S = Q->Shp->Dims[1].extent();
-  double H = Q->Shp->Dims[2].extent(), L = K->Shp->Dims[1].extent();
-  double Hk = K->Shp->Dims[2].extent();
-  double Hv = V->Shp->Dims[2].extent(), A = C.N.attrInt("num_heads", 1);
+  Count B = dimCount(Q->Shp->Dims[0]), S = dimCount(Q->Shp->Dims[1]);
+  Count H = dimCount(Q->Shp->Dims[2]), L = dimCount(K->Shp->Dims[1]);
+  Count Hk = dimCount(K->Shp->Dims[2]);
+  Count Hv = dimCount(V->Shp->Dims[2]), A = C.N.attrInt("num_heads", 1);
   const Value *Bias = C.N.input(3);
   bool BiasGrad = Bias && C.needsGrad(3);
   CoreGrads G{C.needsGrad(0) || BiasGrad, C.needsGrad(1) || BiasGrad,
@@ -1369,30 +1413,30 @@ void msMultiHeadAttention(const CostContext &C, NodeCost &Out) {
 /// one per position id (S of them for a single offset id), at most the
 /// cache's rows. Backward: the transposed rotation, 3 per rotated element
 /// (copies pass dY through), reading the same gathered cos, sin rows.
-void rotaryEmbedding(const CostContext &C, NodeCost &Out) {
+void rotaryEmbedding(const CostContext &C, RuleCost &Out) {
   const Value *X = C.N.input(0), *Pos = C.N.input(1);
   const Value *Cos = C.N.input(2), *Sin = C.N.input(3);
   if (!Cos || !Sin || Cos->Shp->rank() < 1 || Sin->Shp->rank() < 1)
     return unmodeled(Out, "RotaryEmbedding needs cos and sin caches");
   const Shape &XS = *X->Shp, &CS = *Cos->Shp;
-  double N = outElems(C);
-  double CacheRows = CS.Dims[0].extent();
-  double Half = CacheRows > 0 ? C.elems(Cos) / CacheRows : 0; // R/2 per row
-  double Rot = C.N.attrInt("rotary_embedding_dim", 0);
+  Count N = outElems(C);
+  Count CacheRows = dimCount(CS.Dims[0]);
+  Count Half = CacheRows > 0 ? C.elems(Cos) / CacheRows : 0; // R/2 per row
+  Count Rot = C.N.attrInt("rotary_embedding_dim", 0);
   if (Rot <= 0)
     Rot = 2 * Half;
-  double Heads = C.N.attrInt("num_heads", 0);
-  double Head = XS.rank() == 4                  ? double(XS.Dims[3].extent())
-                : XS.rank() == 3 && Heads > 0 ? XS.Dims[2].extent() / Heads
+  Count Heads = C.N.attrInt("num_heads", 0);
+  Count Head = XS.rank() == 4                  ? dimCount(XS.Dims[3])
+                : XS.rank() == 3 && Heads > 0 ? dimCount(XS.Dims[2]) / Heads
                                               : Rot;
-  double Rotated = Head > 0 ? N * std::min(1.0, Rot / Head) : N;
-  double Seq = XS.rank() == 4   ? double(XS.Dims[2].extent())
-               : XS.rank() >= 2 ? double(XS.Dims[1].extent())
+  Count Rotated = Head > 0 ? N * min(1.0, Rot / Head) : N;
+  Count Seq = XS.rank() == 4   ? dimCount(XS.Dims[2])
+               : XS.rank() >= 2 ? dimCount(XS.Dims[1])
                                 : 1;
-  double Ids = C.elems(Pos) == 1 ? Seq : C.elems(Pos);
-  double Gathered = std::min(Ids, CacheRows);
-  double CacheBytes = Gathered * (Half * C.elemBytes(Cos) +
-                                  C.elems(Sin) / std::max(1.0, CacheRows) * C.elemBytes(Sin));
+  Count Ids = C.elems(Pos) == 1 ? Seq : C.elems(Pos);
+  Count Gathered = min(Ids, CacheRows);
+  Count CacheBytes = Gathered * (Half * C.elemBytes(Cos) +
+                                  C.elems(Sin) / max(1.0, CacheRows) * C.elemBytes(Sin));
   Out.Fwd.Flops = 3 * Rotated;
   Out.Fwd.Bytes = C.bytes(X) + C.bytes(Pos) + CacheBytes + outBytes(C);
   if (!C.anyGrad())
@@ -1411,11 +1455,11 @@ void rotaryEmbedding(const CostContext &C, NodeCost &Out) {
 ///   A + bias (1, when present) + Bwd (gelu' from A, times dY), BwdTransc
 ///   per element; dA = g; dbias = g summed to the bias' shape, N - |bias|
 ///   adds. Reads A and bias.
-void geluBiasRule(const CostContext &C, NodeCost &Out, double F, double BF,
-                  double BT) {
-  double N = outElems(C);
+void geluBiasRule(const CostContext &C, RuleCost &Out, Count F, Count BF,
+                  Count BT) {
+  Count N = outElems(C);
   const Value *Bias = C.N.input(1);
-  double Add = Bias ? 1 : 0;
+  Count Add = Bias ? 1 : 0;
   Out.Fwd.Flops = (Add + F) * N;
   Out.Fwd.Transcendentals = N;
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
@@ -1429,19 +1473,19 @@ void geluBiasRule(const CostContext &C, NodeCost &Out, double F, double BF,
 }
 
 /// BiasGelu: Gelu's erf form, 4 + erf; gelu' 9 + erf, exp (OpCosts.def).
-void biasGelu(const CostContext &C, NodeCost &Out) { geluBiasRule(C, Out, 4, 9, 2); }
+void biasGelu(const CostContext &C, RuleCost &Out) { geluBiasRule(C, Out, 4, 9, 2); }
 
 /// FastGelu, tanh form 0.5x(1+tanh(u)), u = x*(c + c'x^2), c = sqrt(2/pi),
 /// c' = 0.044715c: 6 mul, 2 add = 8 + tanh. gelu'(x) = 0.5(1+t) +
 /// 0.5x(1-t^2)u', t = tanh(u) recomputed from x: u 4 (x^2, c'x^2, + c, *x),
 /// 0.5(1+t) 2, 1-t^2 2, u' = c + 3c'x^2 2, 0.5x 1, the two products 2, the
 /// sum 1, times dY 1: 15 + tanh.
-void fastGelu(const CostContext &C, NodeCost &Out) { geluBiasRule(C, Out, 8, 15, 1); }
+void fastGelu(const CostContext &C, RuleCost &Out) { geluBiasRule(C, Out, 8, 15, 1); }
 
 /// Gelu (ai.onnx, opset 20): approximate = "none" is the erf form (4 + erf;
 /// gelu' 9 + erf, exp), "tanh" the tanh form, costed as FastGelu without
 /// bias (8 + tanh; gelu' 15 + tanh).
-void geluOnnx(const CostContext &C, NodeCost &Out) {
+void geluOnnx(const CostContext &C, RuleCost &Out) {
   if (C.N.attrString("approximate", "none") == "tanh")
     return geluBiasRule(C, Out, 8, 15, 1);
   geluBiasRule(C, Out, 4, 9, 2);
@@ -1450,11 +1494,11 @@ void geluOnnx(const CostContext &C, NodeCost &Out) {
 //===------------------------------ table -------------------------------===//
 
 template <int F, int T, int BF, int BT, Save S>
-void unaryT(const CostContext &C, NodeCost &O) {
+void unaryT(const CostContext &C, RuleCost &O) {
   unaryRule(C, O, F, T, BF, BT, S);
 }
 template <int F, int T, int BFA, int BFB, int BT, Save SA, Save SB>
-void binaryT(const CostContext &C, NodeCost &O) {
+void binaryT(const CostContext &C, RuleCost &O) {
   binaryRule(C, O, F, T, BFA, BFB, BT, SA, SB);
 }
 
@@ -1544,9 +1588,52 @@ OpClass ridge::opClass(const OpRule &Rule) {
   return Classes[size_t(&Rule - std::begin(Rules))];
 }
 
+namespace {
+
+/// Out's counts from the rule's: numbers into its numbers, formulas into
+/// Out.Sym; unmodeled when an operation had no exact formula.
+void store(RuleCost &RC, const sym::CountScope &Scope, NodeCost &Out) {
+  const Count *All[] = {&RC.Fwd.Flops, &RC.Fwd.Macs, &RC.Fwd.Transcendentals, &RC.Fwd.Bytes,
+                        &RC.Bwd.Flops, &RC.Bwd.Macs, &RC.Bwd.Transcendentals, &RC.Bwd.Bytes,
+                        &RC.SavedBytes};
+  bool Formula = false, Unknown = Scope.failed();
+  for (const Count *X : All) {
+    Formula |= X->isFormula();
+    Unknown |= X->isUnknown();
+  }
+  Out.Saved = std::move(RC.Saved);
+  if (Unknown) {
+    Out.Unmodeled = "no exact formula until the symbols are bound: " +
+                    (Scope.failed() ? Scope.reason() : std::string("a count is unknown"));
+    return;
+  }
+  if (Formula) {
+    Out.Sym.emplace(SymbolicCost{RC.Fwd, RC.Bwd, RC.SavedBytes});
+    return;
+  }
+  auto Numbers = [](const PhaseCount &P) {
+    return PhaseCost{P.Flops.number(), P.Macs.number(), P.Transcendentals.number(),
+                     P.Bytes.number()};
+  };
+  Out.Fwd = Numbers(RC.Fwd);
+  Out.Bwd = Numbers(RC.Bwd);
+  Out.SavedBytes = RC.SavedBytes.number();
+}
+
+} // namespace
+
 void ridge::applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out) {
   bool ShapeFree = Rule.Fn == view || Rule.Fn == metadata || Rule.Fn == controlFlow;
-  if (!ShapeFree && !requireShapes(C, Out))
+  RuleCost RC;
+  sym::CountScope Scope;
+  if (!ShapeFree && !requireShapes(C, RC)) {
+    Out.Unmodeled = RC.Unmodeled.str();
     return;
-  Rule.Fn(C, Out);
+  }
+  Rule.Fn(C, RC);
+  if (!RC.Unmodeled.empty()) {
+    Out.Unmodeled = RC.Unmodeled.str();
+    return;
+  }
+  store(RC, Scope, Out);
 }

@@ -12,11 +12,37 @@
 
 using namespace ridge;
 
+namespace {
+
+std::string text(const sym::Count &C) {
+  return C.isNumber() ? exactNumber(C.number()) : C.str();
+}
+
+void printPhases(const PhaseCount &F, const PhaseCount *B, const sym::Count &Saved,
+                 llvm::raw_ostream &OS) {
+  OS << " fwd_flops=" << text(F.Flops) << " macs=" << text(F.Macs)
+     << " transc=" << text(F.Transcendentals) << " fwd_bytes=" << text(F.Bytes);
+  if (!B) {
+    OS << " no-backward";
+    return;
+  }
+  OS << " bwd_flops=" << text(B->Flops) << " bwd_macs=" << text(B->Macs)
+     << " bwd_transc=" << text(B->Transcendentals) << " bwd_bytes=" << text(B->Bytes)
+     << " saved=" << text(Saved);
+}
+
+PhaseCount counts(const PhaseCost &P) {
+  return {P.Flops, P.Macs, P.Transcendentals, P.Bytes};
+}
+
+} // namespace
+
 llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
   auto R = AM.getResult<CostAnalysis>();
   if (!R)
     return R.takeError();
   llvm::raw_ostream &OS = *AM.config().Out;
+  std::optional<double> FloatBytes = floatBytes(AM.config());
   for (const NodeCost &NC : R->Nodes) {
     OS << "cost \"" << NC.N->Name << "\" "
        << NC.N->qualifiedOpType() << ":";
@@ -24,33 +50,19 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
       OS << " unmodeled (" << NC.Unmodeled << ")\n";
       continue;
     }
-    OS << " fwd_flops=" << exactNumber(NC.Fwd.Flops)
-       << " macs=" << exactNumber(NC.Fwd.Macs)
-       << " transc=" << exactNumber(NC.Fwd.Transcendentals)
-       << " fwd_bytes=" << exactNumber(NC.Fwd.Bytes);
-    if (NC.NeedsBackward) {
-      double Saved = nodeSavedBytes(NC, *R, floatBytes(AM.config()));
-      OS << " bwd_flops=" << exactNumber(NC.Bwd.Flops)
-         << " bwd_macs=" << exactNumber(NC.Bwd.Macs)
-         << " bwd_transc=" << exactNumber(NC.Bwd.Transcendentals)
-         << " bwd_bytes=" << exactNumber(NC.Bwd.Bytes)
-         << " saved=" << exactNumber(Saved);
-    } else {
-      OS << " no-backward";
-    }
+    PhaseCount F = NC.Sym ? NC.Sym->Fwd : counts(NC.Fwd);
+    PhaseCount B = NC.Sym ? NC.Sym->Bwd : counts(NC.Bwd);
+    printPhases(F, NC.NeedsBackward ? &B : nullptr, nodeSavedCount(NC, *R, FloatBytes), OS);
     if (NC.Multiplier != 1)
       OS << " x" << exactNumber(NC.Multiplier);
     OS << "\n";
   }
-  OS << "total: fwd_flops=" << exactNumber(R->Fwd.Flops)
-     << " macs=" << exactNumber(R->Fwd.Macs)
-     << " transc=" << exactNumber(R->Fwd.Transcendentals)
-     << " fwd_bytes=" << exactNumber(R->Fwd.Bytes)
-     << " bwd_flops=" << exactNumber(R->Bwd.Flops)
-     << " bwd_macs=" << exactNumber(R->Bwd.Macs)
-     << " bwd_transc=" << exactNumber(R->Bwd.Transcendentals)
-     << " bwd_bytes=" << exactNumber(R->Bwd.Bytes)
-     << " saved=" << exactNumber(R->SavedActivationBytes) << "\n";
+  OS << "total:";
+  PhaseCount TF = R->Sym ? R->Sym->Fwd : counts(R->Fwd);
+  PhaseCount TB = R->Sym ? R->Sym->Bwd : counts(R->Bwd);
+  printPhases(TF, &TB,
+              R->Sym ? R->Sym->SavedActivationBytes : sym::Count(R->SavedActivationBytes), OS);
+  OS << "\n";
   OS << "params: trainable=" << exactNumber(R->TrainableParams)
      << " frozen=" << exactNumber(R->FrozenInitElements);
   if (R->NodeParamTensors) // part of trainable: weights computed from constants
@@ -58,7 +70,10 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
        << " tensor(s)";
   OS << "\n";
   OS << "coverage: " << R->ModeledNodes << " of "
-     << R->ModeledNodes + R->UnmodeledNodes << " nodes modeled\n";
+     << R->ModeledNodes + R->UnmodeledNodes << " nodes modeled";
+  if (R->Sym)
+    OS << " (" << R->Sym->Nodes << " as formulas)";
+  OS << "\n";
   for (const auto &[What, Count] : R->UnmodeledOps)
     OS << "unmodeled: " << What << " x" << Count << "\n";
   return llvm::Error::success();

@@ -450,6 +450,11 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
   if (!C)
     return C.takeError();
   const Config &Cfg = AM.config();
+  // With formulas, only the weights, gradients, optimizer state and update
+  // are numbers here (the report takes the activations from the formulas);
+  // recomputation chooses cuts by comparing sizes, which needs numbers.
+  if (C->Sym && Cfg.Recomp != Config::Recompute::None)
+    return needsNumbers(M, *C, std::string("--recompute ") + recomputeName(Cfg.Recomp));
   TrainingStepResult R;
   R.Params = C->TrainableParams;
   if (Cfg.Inference) { // no step: nothing updated, saved or replayed

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/report/AnalyzeReport.h"
+#include "passes/report/FormulaReport.h"
 #include "passes/report/Budget.h"
 #include "passes/report/ModelAnnotations.h"
 #include "passes/report/HtmlReport.h"
@@ -29,57 +30,6 @@ using namespace ridge;
 using llvm::formatv;
 
 namespace {
-
-/// A count as JSON: a number when constant, its formula (a string) when
-/// symbolic, null when unknown.
-llvm::json::Value exprJson(sym::ExprRef E) {
-  if (!E)
-    return nullptr;
-  if (std::optional<int64_t> C = E->constant())
-    return *C;
-  return E->str();
-}
-
-/// Every symbol the model's shapes use: each input's symbolic dims (where
-/// it came from: the input and axis), then the data-dependent ones (the node,
-/// what it counts, the bound ridge can prove, and a --dim binding).
-llvm::json::Array symbolsJson(const Model &M) {
-  llvm::json::Array Out;
-  std::set<std::string> Seen;
-  for (const Value *V : M.Main->Inputs) {
-    if (V->isInitializer() || !V->Shp)
-      continue;
-    for (size_t I = 0; I < V->Shp->rank(); ++I)
-      for (const std::string &S : sym::symbols(V->Shp->Dims[I].expr()))
-        if (Seen.insert(S).second)
-          Out.push_back(llvm::json::Object{
-              {"name", S}, {"source", "input"}, {"input", V->Name}, {"axis", int64_t(I)}});
-  }
-  for (const auto &[Name, D] : M.DataSymbols) {
-    llvm::json::Object O{{"name", Name}, {"source", "data"}, {"node", D.Node},
-                         {"counts", D.What}};
-    O["bound"] = exprJson(D.Bound);
-    auto It = M.DimBindings.find(Name);
-    O["bound_to"] = It == M.DimBindings.end() ? llvm::json::Value(nullptr)
-                                              : llvm::json::Value(It->second);
-    Out.push_back(std::move(O));
-  }
-  return Out;
-}
-
-/// The data-dependent symbols, one line each.
-void printDataSymbols(const Model &M, llvm::raw_ostream &OS) {
-  for (const auto &[Name, D] : M.DataSymbols) {
-    auto It = M.DimBindings.find(Name);
-    std::string Bound = D.Bound ? ", at most " + D.Bound->str() : "";
-    OS << "data-dependent dim: " << sym::symbol(Name)->str() << " (" << D.What << " of '"
-       << D.Node << "'" << Bound << "): ";
-    if (It != M.DimBindings.end())
-      OS << "bound to " << It->second << "\n";
-    else
-      OS << "bind it with --dim " << Name << "=N\n";
-  }
-}
 
 /// The batch an inference pass runs at: dim 0 of the first graph input,
 /// when known (1 otherwise: samples/s is then per pass).
@@ -696,9 +646,49 @@ llvm::Expected<ReportInputs> reportInputs(AnalysisManager &AM) {
   return In;
 }
 
+/// analyze when the costs are formulas (CostResult::Sym): what needs numbers
+/// (CSV's times, the chart, the page, the annotated model, budgets) is an
+/// error that names the symbols to bind.
+llvm::Error formulaReport(Model &M, AnalysisManager &AM, const CostResult &C) {
+  const Config &Cfg = AM.config();
+  if (Cfg.Format == OutputFormat::Csv)
+    return needsNumbers(M, C, "--format csv (its times)");
+  if (!Cfg.RooflinePath.empty())
+    return needsNumbers(M, C, "--roofline");
+  if (!Cfg.ReportPath.empty())
+    return needsNumbers(M, C, "--report");
+  if (!Cfg.AnnotatePath.empty())
+    return needsNumbers(M, C, "--annotate");
+  if (!Cfg.Budgets.empty())
+    return needsNumbers(M, C, "--fail-if");
+  auto S = AM.getResult<GraphSummaryAnalysis>();
+  if (!S)
+    return S.takeError();
+  auto T = AM.getResult<TrainingStepAnalysis>();
+  if (!T)
+    return T.takeError();
+  if (Cfg.Format == OutputFormat::Json)
+    *Cfg.Out << formatv("{0:2}", formulaDocument(M, *S, C, *T, AM)) << "\n";
+  else
+    printFormulaText(M, *S, C, *T, Cfg);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<llvm::json::Value> ridge::analyzeDocument(Model &M, AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  if (C->Sym) {
+    auto S = AM.getResult<GraphSummaryAnalysis>();
+    if (!S)
+      return S.takeError();
+    auto T = AM.getResult<TrainingStepAnalysis>();
+    if (!T)
+      return T.takeError();
+    return formulaDocument(M, *S, *C, *T, AM);
+  }
   auto In = reportInputs(AM);
   if (!In)
     return In.takeError();
@@ -706,6 +696,11 @@ llvm::Expected<llvm::json::Value> ridge::analyzeDocument(Model &M, AnalysisManag
 }
 
 llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  if (C->Sym)
+    return formulaReport(M, AM, *C);
   auto In = reportInputs(AM);
   if (!In)
     return In.takeError();

@@ -87,6 +87,8 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   auto C = AM.getResult<CostAnalysis>();
   if (!C)
     return C.takeError();
+  if (C->Sym)
+    return needsNumbers(M, *C, "times, roofline bounds and MFU");
   auto T = AM.getResult<TrainingStepAnalysis>();
   if (!T)
     return T.takeError();

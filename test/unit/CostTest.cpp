@@ -8,13 +8,13 @@
 using namespace ridge;
 
 TEST(Formulas, MatmulMacsIsBatchTimesMNK) {
-  EXPECT_EQ(formulas::matmulMacs(1, 64, 128, 256), 64.0 * 128 * 256);
-  EXPECT_EQ(formulas::matmulMacs(8, 2, 3, 4), 8.0 * 2 * 3 * 4);
+  EXPECT_EQ(formulas::matmulMacs(1, 64, 128, 256).number(), 64.0 * 128 * 256);
+  EXPECT_EQ(formulas::matmulMacs(8, 2, 3, 4).number(), 8.0 * 2 * 3 * 4);
 }
 
 TEST(Formulas, ConvMacsCountsEveryTap) {
   // ResNet's first layer: 1x3x224x224, 64 filters 7x7 stride 2 -> 112x112.
-  EXPECT_EQ(formulas::convMacs(1, 64, 112 * 112, 3, 7 * 7), 118013952.0);
+  EXPECT_EQ(formulas::convMacs(1, 64, 112 * 112, 3, 7 * 7).number(), 118013952.0);
 }
 
 TEST(OpTable, EveryRowIsUniqueAndFindable) {

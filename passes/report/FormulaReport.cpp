@@ -1,0 +1,314 @@
+//===- FormulaReport.cpp - analyze's report when costs are formulas -------===//
+#include "passes/report/FormulaReport.h"
+#include "analyzer/Format.h"
+#include "devices/Device.h"
+#include "passes/cost/CostModel.h"
+#include "passes/cost/TrainingStep.h"
+#include "passes/report/GraphSummary.h"
+#include "llvm/Support/FormatVariadic.h"
+#include <cmath>
+#include <map>
+#include <set>
+
+using namespace ridge;
+using llvm::formatv;
+using sym::Count;
+
+llvm::json::Value ridge::countJson(const Count &C) {
+  if (C.isUnknown())
+    return nullptr;
+  if (C.isNumber())
+    return C.number();
+  return C.str();
+}
+
+/// A count as JSON: a number when constant, its formula (a string) when
+/// symbolic, null when unknown.
+llvm::json::Value ridge::exprJson(sym::ExprRef E) {
+  if (!E)
+    return nullptr;
+  if (std::optional<int64_t> C = E->constant())
+    return *C;
+  return E->str();
+}
+
+/// Every symbol the model's shapes use: each input's symbolic dims (where
+/// it came from: the input and axis), then the data-dependent ones (the node,
+/// what it counts, the bound ridge can prove, and a --dim binding).
+llvm::json::Array ridge::symbolsJson(const Model &M) {
+  llvm::json::Array Out;
+  std::set<std::string> Seen;
+  for (const Value *V : M.Main->Inputs) {
+    if (V->isInitializer() || !V->Shp)
+      continue;
+    for (size_t I = 0; I < V->Shp->rank(); ++I)
+      for (const std::string &S : sym::symbols(V->Shp->Dims[I].expr()))
+        if (Seen.insert(S).second)
+          Out.push_back(llvm::json::Object{
+              {"name", S}, {"source", "input"}, {"input", V->Name}, {"axis", int64_t(I)}});
+  }
+  for (const auto &[Name, D] : M.DataSymbols) {
+    llvm::json::Object O{{"name", Name}, {"source", "data"}, {"node", D.Node},
+                         {"counts", D.What}};
+    O["bound"] = exprJson(D.Bound);
+    auto It = M.DimBindings.find(Name);
+    O["bound_to"] = It == M.DimBindings.end() ? llvm::json::Value(nullptr)
+                                              : llvm::json::Value(It->second);
+    Out.push_back(std::move(O));
+  }
+  return Out;
+}
+
+/// The data-dependent symbols, one line each.
+void ridge::printDataSymbols(const Model &M, llvm::raw_ostream &OS) {
+  for (const auto &[Name, D] : M.DataSymbols) {
+    auto It = M.DimBindings.find(Name);
+    std::string Bound = D.Bound ? ", at most " + D.Bound->str() : "";
+    OS << "data-dependent dim: " << sym::symbol(Name)->str() << " (" << D.What << " of '"
+       << D.Node << "'" << Bound << "): ";
+    if (It != M.DimBindings.end())
+      OS << "bound to " << It->second << "\n";
+    else
+      OS << "bind it with --dim " << Name << "=N\n";
+  }
+}
+
+namespace {
+
+PhaseCount counts(const PhaseCost &P) { return {P.Flops, P.Macs, P.Transcendentals, P.Bytes}; }
+PhaseCount fwdOf(const NodeCost &NC) { return NC.Sym ? NC.Sym->Fwd : counts(NC.Fwd); }
+PhaseCount bwdOf(const NodeCost &NC) { return NC.Sym ? NC.Sym->Bwd : counts(NC.Bwd); }
+
+/// A count in text: a number with its SI prefix, a formula as it is.
+std::string countText(const Count &C, const char *Unit) {
+  if (C.isNumber()) {
+    double X = C.number();
+    return X == std::floor(X) && std::fabs(X) < 1e6 ? exactNumber(X) + " " + Unit
+                                                     : siNumber(X, Unit);
+  }
+  return C.str() + " " + Unit;
+}
+
+/// The value with every symbol at 1024: the order of rows "as the symbols
+/// grow" (the formulas' leading terms decide it). Order only, never printed.
+double growthKey(const Count &C) {
+  if (C.isNumber())
+    return C.number();
+  llvm::Expected<double> V = C.evaluate([](llvm::StringRef) { return int64_t(1024); });
+  if (!V) {
+    llvm::consumeError(V.takeError());
+    return 0;
+  }
+  return *V;
+}
+
+struct OpFormulas {
+  std::string Op;
+  size_t Nodes = 0;
+  PhaseCount Fwd, Bwd;
+};
+
+std::vector<OpFormulas> byOpType(const CostResult &C) {
+  std::map<std::string, OpFormulas> M;
+  for (const NodeCost &NC : C.Nodes) {
+    OpFormulas &T = M[NC.N->qualifiedOpType()];
+    T.Op = NC.N->qualifiedOpType();
+    ++T.Nodes;
+    T.Fwd += fwdOf(NC) * NC.Multiplier;
+    T.Bwd += bwdOf(NC) * NC.Multiplier;
+  }
+  std::vector<OpFormulas> V;
+  for (auto &[K, T] : M)
+    V.push_back(std::move(T));
+  std::stable_sort(V.begin(), V.end(), [](const OpFormulas &A, const OpFormulas &B) {
+    return growthKey(A.Fwd.Flops + A.Bwd.Flops) > growthKey(B.Fwd.Flops + B.Bwd.Flops);
+  });
+  return V;
+}
+
+/// The activations and the whole footprint (recompute none: what TrainingStep
+/// leaves to the formulas).
+Count activations(const CostResult &C) { return C.Sym->SavedActivationBytes; }
+Count totalMemory(const CostResult &C, const TrainingStepResult &T) {
+  return activations(C) + T.WeightBytes + T.MasterWeightBytes + T.GradientBytes +
+         T.OptimizerStateBytes;
+}
+Count stepFlops(const CostResult &C, const TrainingStepResult &T) {
+  return C.Sym->Fwd.Flops + C.Sym->Bwd.Flops + T.Optimizer.Flops;
+}
+
+std::string symbolList(const CostResult &C) {
+  std::string S;
+  for (const std::string &Name : C.freeSymbols())
+    S += (S.empty() ? "" : ", ") + sym::symbol(Name)->str();
+  return S;
+}
+
+std::string bindHint(const CostResult &C) {
+  std::string S;
+  for (const std::string &Name : C.freeSymbols())
+    S += (S.empty() ? "--dim " : " --dim ") + Name + "=VALUE";
+  return S;
+}
+
+llvm::json::Object phaseJson(const PhaseCount &P) {
+  return llvm::json::Object{{"flops", countJson(P.Flops)},
+                            {"macs", countJson(P.Macs)},
+                            {"transcendentals", countJson(P.Transcendentals)},
+                            {"bytes", countJson(P.Bytes)}};
+}
+
+} // namespace
+
+void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+                             const TrainingStepResult &T, const Config &Cfg) {
+  llvm::raw_ostream &OS = *Cfg.Out;
+  OS << "model: " << M.Path << " (" << S.Nodes << " nodes, " << withCommas(T.Params)
+     << " trainable parameters";
+  if (C.NodeParamTensors)
+    OS << ", " << withCommas(C.NodeParams) << " of them in " << C.NodeParamTensors
+       << " tensor(s) the graph computes from constants";
+  OS << ")\n";
+  for (const Value *V : M.Main->Inputs)
+    if (!V->isInitializer())
+      OS << "input:  " << V->Name << ' ' << V->typeStr() << '\n';
+  for (const Value *V : M.Main->Outputs)
+    OS << "output: " << V->Name << ' ' << V->typeStr() << '\n';
+  OS << "training step: "
+     << (Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : std::string("dtype as stored"))
+     << ", " << optimizerName(Cfg.Opt) << ", recompute " << recomputeName(Cfg.Recomp) << "\n";
+  OS << formatv("costs: formulas in {0} ({1} of {2} nodes); times, roofline bounds and MFU "
+                "need numbers: bind {3}\n\n",
+                symbolList(C), C.Sym->Nodes, C.Nodes.size(), bindHint(C));
+
+  OS << "per op type (largest as the symbols grow first):\n";
+  for (const OpFormulas &Op : byOpType(C)) {
+    if (Op.Fwd.Flops == 0 && Op.Bwd.Flops == 0 && Op.Fwd.Bytes == 0 && Op.Bwd.Bytes == 0)
+      continue;
+    OS << formatv("  {0} x{1}\n", Op.Op, Op.Nodes);
+    OS << formatv("    forward   {0}, {1}\n", countText(Op.Fwd.Flops, "FLOP"),
+                  countText(Op.Fwd.Bytes, "B"));
+    if (!(Op.Bwd.Flops == 0 && Op.Bwd.Bytes == 0))
+      OS << formatv("    backward  {0}, {1}\n", countText(Op.Bwd.Flops, "FLOP"),
+                    countText(Op.Bwd.Bytes, "B"));
+  }
+  OS << "\ntotals:\n";
+  for (auto [Name, P] : {std::pair<const char *, PhaseCount>{"forward", C.Sym->Fwd},
+                         {"backward", C.Sym->Bwd},
+                         {"optimizer", counts(T.Optimizer)}})
+    OS << formatv("  {0,-10} {1}, {2}, {3}, {4}\n", Name, countText(P.Flops, "FLOP"),
+                  countText(P.Macs, "MAC"), countText(P.Transcendentals, "transc"),
+                  countText(P.Bytes, "B"));
+  OS << "  step       " << countText(stepFlops(C, T), "FLOP") << "\n";
+  OS << "memory: weights " << siNumber(T.WeightBytes, "B");
+  if (T.MasterWeightBytes > 0)
+    OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
+  OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
+     << siNumber(T.OptimizerStateBytes, "B") << " + activations ("
+     << countText(activations(C), "B") << ") = " << countText(totalMemory(C, T), "B") << "\n";
+  size_t Total = C.ModeledNodes + C.UnmodeledNodes;
+  OS << formatv("coverage: {0} of {1} nodes modeled ({2:P1}), {3} of them as formulas\n",
+                C.ModeledNodes, Total, Total ? double(C.ModeledNodes) / Total : 1.0,
+                C.Sym->Nodes);
+  for (const auto &[What, N] : C.UnmodeledOps)
+    OS << "  unmodeled: " << What << " x" << N << '\n';
+  OS << "(per-node formulas: --format json, or ridge run --passes 'print<cost>')\n";
+  printDataSymbols(M, OS);
+}
+
+llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResult &S,
+                                         const CostResult &C, const TrainingStepResult &T,
+                                         AnalysisManager &AM) {
+  const Config &Cfg = AM.config();
+  std::optional<double> FloatBytes = floatBytes(Cfg);
+  llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs, Needs;
+  for (const NodeCost &NC : C.Nodes) {
+    llvm::json::Array Outs;
+    for (const Value *V : NC.N->Outputs)
+      if (V)
+        Outs.push_back(V->typeStr());
+    llvm::json::Object O{{"name", NC.N->Name},
+                         {"op", NC.N->OpType},
+                         {"domain", NC.N->domainName()},
+                         {"graph", NC.N->Parent->Name},
+                         {"outputs", std::move(Outs)},
+                         {"modeled", NC.Modeled},
+                         {"multiplier", NC.Multiplier}};
+    if (NC.Modeled) {
+      PhaseCount F = fwdOf(NC), B = bwdOf(NC);
+      O["fwd_flops"] = countJson(F.Flops);
+      O["macs"] = countJson(F.Macs);
+      O["transcendentals"] = countJson(F.Transcendentals);
+      O["fwd_bytes"] = countJson(F.Bytes);
+      O["bwd_flops"] = countJson(B.Flops);
+      O["bwd_macs"] = countJson(B.Macs);
+      O["bwd_transcendentals"] = countJson(B.Transcendentals);
+      O["bwd_bytes"] = countJson(B.Bytes);
+      O["saved_bytes"] = countJson(nodeSavedCount(NC, C, FloatBytes));
+      O["needs_backward"] = NC.NeedsBackward;
+    } else {
+      O["unmodeled_reason"] = NC.Unmodeled.str();
+    }
+    Nodes.push_back(std::move(O));
+  }
+  for (const OpFormulas &Op : byOpType(C))
+    Ops.push_back(llvm::json::Object{{"op", Op.Op},
+                                     {"count", int64_t(Op.Nodes)},
+                                     {"fwd", phaseJson(Op.Fwd)},
+                                     {"bwd", phaseJson(Op.Bwd)}});
+  for (const auto &[What, N] : C.UnmodeledOps)
+    Unmodeled.push_back(llvm::json::Object{{"op", What}, {"count", int64_t(N)}});
+  for (const Value *V : M.Main->Inputs)
+    if (!V->isInitializer())
+      Inputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+  for (const Value *V : M.Main->Outputs)
+    Outputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+  for (const std::string &Name : C.freeSymbols())
+    Needs.push_back(Name);
+  llvm::json::Object Doc{
+      {"schema", "ridge.analyze/1"},
+      {"model", M.Path},
+      {"options",
+       llvm::json::Object{
+           {"mode", "training"},
+           {"dtype", Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : "as stored"},
+           {"optimizer", optimizerName(Cfg.Opt)},
+           {"recompute", recomputeName(Cfg.Recomp)},
+           {"counts", "formulas"}}},
+      {"device", Cfg.Dev ? llvm::json::Value(llvm::json::Object{{"name", Cfg.Dev->Name}})
+                         : llvm::json::Value(nullptr)},
+      {"needs_binding", std::move(Needs)},
+      {"time", nullptr},
+      {"memory_fits", nullptr},
+      {"fusion", nullptr},
+      {"inputs", std::move(Inputs)},
+      {"outputs", std::move(Outputs)},
+      {"node_count", int64_t(S.Nodes)},
+      {"params", T.Params},
+      {"params_from_nodes", C.NodeParams},
+      {"totals",
+       llvm::json::Object{{"fwd", phaseJson(C.Sym->Fwd)},
+                          {"bwd", phaseJson(C.Sym->Bwd)},
+                          {"optimizer", phaseJson(counts(T.Optimizer))},
+                          {"recompute_flops", 0},
+                          {"step_flops", countJson(stepFlops(C, T))}}},
+      {"memory", llvm::json::Object{{"weights", T.WeightBytes},
+                                    {"master_weights", T.MasterWeightBytes},
+                                    {"gradients", T.GradientBytes},
+                                    {"optimizer_state", T.OptimizerStateBytes},
+                                    {"activations", countJson(activations(C))},
+                                    {"total", countJson(totalMemory(C, T))}}},
+      {"coverage",
+       llvm::json::Object{{"nodes", int64_t(C.ModeledNodes + C.UnmodeledNodes)},
+                          {"modeled", int64_t(C.ModeledNodes)},
+                          {"formulas", int64_t(C.Sym->Nodes)},
+                          {"flops_share", C.UnmodeledNodes ? llvm::json::Value(nullptr)
+                                                           : llvm::json::Value(1.0)},
+                          {"unmodeled", std::move(Unmodeled)}}},
+      {"by_op_type", std::move(Ops)},
+      {"nodes", std::move(Nodes)},
+      {"symbols", symbolsJson(M)},
+      {"inference", nullptr},
+      {"warnings", llvm::json::Array(AM.diags().warnings())}};
+  return llvm::json::Value(std::move(Doc));
+}

@@ -1,0 +1,119 @@
+//===- CountTest.cpp - Counts: numbers and exact formulas for costs -------===//
+#include "analyzer/symbolic/Count.h"
+#include "gtest/gtest.h"
+#include <map>
+
+using namespace ridge::sym;
+
+namespace {
+
+Count sym(llvm::StringRef Name) { return Count::of(symbol(Name)); }
+
+Binding bind(std::map<std::string, int64_t> M) {
+  return [M](llvm::StringRef N) -> std::optional<int64_t> {
+    auto It = M.find(N.str());
+    return It == M.end() ? std::nullopt : std::optional<int64_t>(It->second);
+  };
+}
+
+double eval(const Count &C, std::map<std::string, int64_t> M) {
+  auto V = C.evaluate(bind(M));
+  if (!V) {
+    ADD_FAILURE() << llvm::toString(V.takeError());
+    return -999;
+  }
+  return *V;
+}
+
+TEST(CountTest, NumbersStayNumbers) {
+  Count A = 3, B = 0.5;
+  EXPECT_TRUE((A * B + 1).isNumber());
+  EXPECT_EQ((A * B + 1).number(), 2.5);
+  EXPECT_EQ((A / 4).number(), 0.75);
+  EXPECT_TRUE(A > B);
+  EXPECT_EQ(max(A, B).number(), 3);
+}
+
+// Canonical forms: like terms merge, products distribute, and a formula
+// that cancels to a constant is a number again.
+TEST(CountTest, CanonicalForms) {
+  Count N = sym("n"), M = sym("m");
+  EXPECT_EQ((N * M).str(), (M * N).str());
+  EXPECT_EQ((N + M).str(), "m + n");
+  EXPECT_EQ(((N + 1) * (N + 1)).str(), "n^2 + 2*n + 1");
+  Count One = (N + 1) * (N + 1) - N * N - 2 * N;
+  ASSERT_TRUE(One.isNumber());
+  EXPECT_EQ(One.number(), 1);
+  EXPECT_EQ((2 * N * 3 - N).str(), "5*n");
+  EXPECT_TRUE(N * M == M * N);
+  EXPECT_FALSE(N == M);
+  EXPECT_FALSE(N == Count(1));
+}
+
+// Rational coefficients: an int4 tensor's bytes are half its elements.
+TEST(CountTest, ExactFractions) {
+  Count N = sym("n");
+  Count Half = N * 0.5;
+  EXPECT_EQ(Half.str(), "1/2*n");
+  EXPECT_EQ((Half + Half).str(), "n");
+  EXPECT_EQ((N / 3 + 1).str(), "1/3*n + 1");
+  EXPECT_EQ(eval((3 * N + 1) / 2, {{"n", 5}}), 8);
+}
+
+// Division is exact: by a constant always, by a formula when it divides.
+TEST(CountTest, ExactDivision) {
+  Count B = sym("batch"), S = sym("seq"), H = sym("h");
+  EXPECT_EQ((B * S * H * 4 / (S * H)).str(), "4*batch");
+  CountScope Scope;
+  Count Bad = (B + 1) / S;
+  EXPECT_TRUE(Bad.isUnknown());
+  ASSERT_TRUE(Scope.failed());
+  EXPECT_NE(Scope.reason().find("does not divide"), std::string::npos) << Scope.reason();
+  // Unknown is sticky: what is computed from it is unknown too.
+  EXPECT_TRUE((Bad * 2 + S).isUnknown());
+}
+
+// Comparisons decide only what holds at every binding (each symbol >= 1).
+TEST(CountTest, ComparisonsAreProvableOrUndecided) {
+  Count N = sym("n"), M = sym("m");
+  {
+    CountScope Scope;
+    EXPECT_TRUE(N < N + 1);
+    EXPECT_TRUE(N * M >= N);
+    EXPECT_FALSE(N + 1 <= N);
+    EXPECT_TRUE(N * M > 0);
+    EXPECT_FALSE(Scope.failed());
+  }
+  CountScope Scope;
+  EXPECT_FALSE(N < M); // neither provable: no false equality or order
+  EXPECT_TRUE(Scope.failed());
+  // max/min stay exact as atoms when the order is not provable.
+  EXPECT_EQ(max(N, N + 2).str(), "n + 2");
+  EXPECT_EQ(eval(max(N, M) * 2, {{"n", 3}, {"m", 7}}), 14);
+}
+
+// Floor division keeps its atom; evaluation follows floor semantics.
+TEST(CountTest, FloorAndEvaluation) {
+  Count W = sym("W");
+  Count Out = floorDiv(W - 3, 2) + 1; // a 3x3 stride-2 conv's output width
+  EXPECT_EQ(eval(Out, {{"W", 224}}), 111);
+  EXPECT_EQ(eval(Out, {{"W", 225}}), 112);
+  EXPECT_EQ(eval(Out * Out * 64, {{"W", 7}}), 64 * 3 * 3);
+  // Double evaluation: a step's FLOPs past int64.
+  Count Big = sym("b") * 1e12;
+  EXPECT_EQ(eval(Big, {{"b", 100000000}}), 1e20);
+  auto Unbound = Out.evaluate(bind({}));
+  ASSERT_FALSE(Unbound);
+  EXPECT_NE(llvm::toString(Unbound.takeError()).find("'W' is not bound"), std::string::npos);
+  EXPECT_TRUE(Out.substitute(bind({{"W", 9}})).isNumber());
+  EXPECT_EQ(Out.symbols(), std::vector<std::string>{"W"});
+}
+
+TEST(CountTest, UndecidedOutsideFormulas) {
+  CountScope Scope;
+  EXPECT_TRUE(log2(sym("n")).isUnknown());
+  EXPECT_TRUE(Scope.failed());
+  EXPECT_EQ(log2(Count(8)).number(), 3);
+}
+
+} // namespace
