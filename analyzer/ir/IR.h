@@ -153,6 +153,13 @@ struct InitializerInfo {
   }
 };
 
+/// Integer tensors of at most this many elements have their values
+/// followed element by element (analyzer/shapes: value analysis); the
+/// importer keeps the payloads of such initializers and Constants.
+/// Floating-point values are followed up to MaxFloatValueElems.
+constexpr size_t MaxIntValueElems = 65536;
+constexpr size_t MaxFloatValueElems = 64;
+
 /// An SSA value: a graph input, an initializer or a node output.
 class Value {
 public:
@@ -176,7 +183,8 @@ public:
   /// in one external file all have the same.
   const InitializerInfo *Init = nullptr;
   /// Small integer constant contents, when the loader saw them (shape
-  /// tensors, axes); used by ridge's own shape rules.
+  /// tensors, axes, index tables of at most MaxIntValueElems elements);
+  /// used by ridge's own shape rules.
   Boxed<llvm::SmallVector<int64_t, 4>> IntData;
 
   bool isInitializer() const { return Kind == ValueKind::Initializer; }

@@ -347,7 +347,7 @@ Error Importer::importInitializer(
   // Keep small integer contents (shape vectors, axes, empty lists too) for
   // the shape rules.
   llvm::SmallVector<int64_t, 8> Ints;
-  if (smallTensorInts(T, Ints))
+  if (smallTensorInts(T, Ints, MaxIntValueElems))
     V->IntData.emplace(Ints.begin(), Ints.end());
   G.Initializers.push_back(V);
   return Error::success();
@@ -411,7 +411,7 @@ Error Importer::importAttribute(const wire::Attribute &AP, Node &N,
     // Small payloads (a Constant's shape vector or scale) feed shape rules.
     llvm::SmallVector<int64_t, 8> Ints;
     llvm::SmallVector<double, 8> Floats;
-    if (smallTensorInts(AP.T, Ints))
+    if (smallTensorInts(AP.T, Ints, MaxIntValueElems))
       A.Ints.assign(Ints.begin(), Ints.end());
     else if (smallTensorFloats(AP.T, Floats))
       A.Floats.assign(Floats.begin(), Floats.end());

@@ -124,11 +124,12 @@ void ruleConstantOfShape(Ctx &C) {
   FVec Fs;
   bool IsInt;
   if (!A) {
-    C.setFloats(0, FVec(N, 0.0));
+    if (N <= MaxFloatValueElems)
+      C.setFloats(0, FVec(N, 0.0));
   } else if (tensorPayload(*A, Is, Fs, IsInt) && (Is.size() == 1 || Fs.size() == 1)) {
     if (IsInt)
       C.setInts(0, SmallVector<int64_t, 4>(N, Is[0]));
-    else
+    else if (N <= MaxFloatValueElems)
       C.setFloats(0, FVec(N, Fs[0]));
   }
 }

@@ -25,7 +25,8 @@ using llvm::SmallVector;
 using llvm::SmallVectorImpl;
 using llvm::StringRef;
 
-constexpr size_t MaxValueElems = 64;
+/// Values (integer tensors) followed element by element: IR.h's bound.
+constexpr size_t MaxValueElems = MaxIntValueElems;
 
 constexpr int64_t I64Min = std::numeric_limits<int64_t>::min();
 using i128 = __int128;
@@ -327,7 +328,7 @@ public:
   }
   void setFloats(unsigned O, ArrayRef<double> Xs) const {
     Value *V = out(O);
-    if (!V || Xs.size() > MaxValueElems || !fitsShape(*V, Xs.size()))
+    if (!V || Xs.size() > MaxFloatValueElems || !fitsShape(*V, Xs.size()))
       return;
     Inf.FVals[V] = FVec(Xs.begin(), Xs.end());
   }
