@@ -286,6 +286,9 @@ py::object analyze(py::handle Model, py::kwargs KW) {
                                           C, SO, Diags));
     return printedJson([&](llvm::raw_ostream &OS) { printServing(R, SO, C, OS); });
   }
+  // Free dims give formulas, as `ridge analyze` prints them.
+  C.SymbolicCosts = !C.Inference;
+  LO.SymbolicShapesCosted = C.SymbolicCosts;
   std::unique_ptr<ridge::Model> M = take(Src->load(LO, Diags));
   Src.reset();
   AnalysisManager AM(*M, C, Diags);

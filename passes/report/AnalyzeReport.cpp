@@ -728,10 +728,12 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
 }
 
 llvm::Error ridge::writeAnalyzeFiles(Model &M, AnalysisManager &AM, const llvm::json::Value *Doc) {
+  const Config &Cfg = AM.config();
+  if (Cfg.RooflinePath.empty() && Cfg.AnnotatePath.empty() && Cfg.ReportPath.empty())
+    return llvm::Error::success();
   auto In = reportInputs(AM);
   if (!In)
     return In.takeError();
-  const Config &Cfg = AM.config();
   if (!Cfg.RooflinePath.empty())
     if (llvm::Error E = writeRooflineChart(Cfg.RooflinePath, M, *In->C, *In->RL, Cfg))
       return E;

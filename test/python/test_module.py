@@ -24,6 +24,14 @@ def test_analyze_is_the_cli_json():
     assert ridge.analyze(MLP, dims={"batch": 32}) == cli("analyze", MLP, "--dim", "batch=32")
 
 
+def test_free_dims_give_the_cli_formulas():
+    attn = os.path.join(SRC, "examples", "attention-symbolic.onnxtxt")
+    got = ridge.analyze(attn)
+    assert got == cli("analyze", attn)
+    assert got["options"]["counts"] == "formulas" and got["needs_binding"] == ["batch", "seq"]
+    assert got["totals"]["fwd"]["flops"] == "260*batch*seq^2 + 24574*batch*seq"
+
+
 def test_analyze_options_are_the_cli_flags():
     got = ridge.analyze(MLP, dims={"batch": 64}, device="A100-SXM4-80GB", dtype="bf16",
                         optimizer="sgd", recompute="full", time_model="roofline")
