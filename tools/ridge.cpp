@@ -524,7 +524,7 @@ static llvm::Expected<PlanOptions> planOptions(Timing &Timer) {
   return PO;
 }
 
-/// `ridge plan`: the planner loads the model itself (at two micro-batches).
+/// `ridge plan`: the planner loads the model itself (once, its batch a symbol).
 static int runPlan(const LoadOptions &LO, const Config &C, Timing &Timer,
                    DiagnosticEngine &Diags, llvm::raw_fd_ostream &Out) {
   auto PO = planOptions(Timer);
@@ -533,15 +533,12 @@ static int runPlan(const LoadOptions &LO, const Config &C, Timing &Timer,
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
-  // The decoded file is freed when the second of the planner's two loads
-  // returns: the search reuses its memory.
-  std::atomic<int> Loaded{0};
+  static_assert(PlanSymbolicBatch == SymbolicBatch, "the planner loads with a free batch");
   auto Load = [&](int64_t Batch, DiagnosticEngine &D, bool Timed) {
     LoadOptions Mine = LO;
     Mine.Timer = Timed ? &Timer : nullptr;
     auto M = loadModelAtBatch(**Src, Mine, PlanBatchDim, Batch, D);
-    if (++Loaded == 2)
-      Src->reset();
+    Src->reset(); // loaded once: the decoded file's memory serves the search
     return M;
   };
   auto R = planParallelism(Load, C, *PO, Diags);

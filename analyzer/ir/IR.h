@@ -487,6 +487,15 @@ struct DataSymbol {
   sym::ExprRef Bound = nullptr; ///< an upper bound, when one is known
 };
 
+/// A broadcast that paired a symbolic dim with a fixed extent above 1: ONNX
+/// allows it only where the symbol is 1 or that extent, and the result takes
+/// the extent (a batch-fixed export adds a [8, 16] table to [batch, 16]).
+struct BroadcastAssumption {
+  std::string Node;
+  sym::ExprRef Dim = nullptr;
+  int64_t Against = 0;
+};
+
 class Model {
 public:
   std::string Path;          ///< as given on the command line ("-" for stdin)
@@ -501,6 +510,11 @@ public:
   std::map<std::string, int64_t> DimBindings;
   /// Data-dependent symbols, by name (bound ones included).
   std::map<std::string, DataSymbol> DataSymbols;
+  /// Loaded with its batch left free (loadModelAtBatch, SymbolicBatch): the
+  /// one symbol every batch dim is; empty otherwise.
+  std::string BatchSymbol;
+  /// What shape inference assumed of symbolic dims, in node order.
+  std::vector<BroadcastAssumption> BroadcastAssumptions;
 
   const Function *findFunction(llvm::StringRef Domain, llvm::StringRef Name) const;
   /// The model's one copy of Info (initializers point to it).

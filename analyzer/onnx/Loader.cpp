@@ -95,9 +95,13 @@ Error parseBinary(llvm::StringRef File, llvm::StringRef Bytes,
 }
 
 void setDims(onnx::TensorShapeProto &S,
-             const llvm::StringMap<int64_t> &Bindings, llvm::StringSet<> &Used) {
+             const llvm::StringMap<int64_t> &Bindings, llvm::StringSet<> &Used,
+             const std::vector<std::pair<std::string, std::string>> &Renames) {
   for (auto &D : *S.mutable_dim())
     if (D.has_dim_param()) {
+      for (const auto &[From, To] : Renames)
+        if (D.dim_param() == From)
+          D.set_dim_param(To);
       auto It = Bindings.find(D.dim_param());
       if (It != Bindings.end()) {
         Used.insert(D.dim_param());
@@ -133,10 +137,14 @@ void applyBindings(onnx::ModelProto &Proto, const LoadOptions &Opts) {
           if (Out.type().has_tensor_type())
             Out.mutable_type()->mutable_tensor_type()->clear_shape();
         auto *S = TT->mutable_shape();
-        for (int64_t D : Dims)
-          S->add_dim()->set_dim_value(D);
+        for (int64_t D : Dims) {
+          if (D == LoadOptions::SymbolDim)
+            S->add_dim()->set_dim_param(Opts.SymbolDimName);
+          else
+            S->add_dim()->set_dim_value(D);
+        }
       }
-  if (Opts.DimBindings.empty())
+  if (Opts.DimBindings.empty() && Opts.DimRenames.empty())
     return;
   llvm::StringMap<int64_t> Bindings;
   for (const auto &[Name, N] : Opts.DimBindings)
@@ -146,7 +154,7 @@ void applyBindings(onnx::ModelProto &Proto, const LoadOptions &Opts) {
     for (auto &VI : *List)
       if (VI.type().has_tensor_type() && VI.type().tensor_type().has_shape())
         setDims(*VI.mutable_type()->mutable_tensor_type()->mutable_shape(),
-                Bindings, Used);
+                Bindings, Used, Opts.DimRenames);
 }
 
 /// Applies --input-shape and --dim to the imported IR: the main graph's
@@ -178,8 +186,20 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts,
         V.Shp.reset();
     In->Shp.emplace();
     for (int64_t D : Dims)
-      In->Shp->Dims.push_back(Dim::known(D));
+      In->Shp->Dims.push_back(D == LoadOptions::SymbolDim ? Dim::symbolic(Opts.SymbolDimName)
+                                                          : Dim::known(D));
   }
+  if (!Opts.DimRenames.empty())
+    for (Value &V : G.Values)
+      if (V.Shp)
+        for (Dim &D : V.Shp->Dims)
+          if (D.isSymbolic())
+            D = Dim::of(sym::substitute(D.expr(), [&](llvm::StringRef Name) -> sym::ExprRef {
+              for (const auto &[From, To] : Opts.DimRenames)
+                if (Name == From)
+                  return sym::symbol(To);
+              return nullptr;
+            }));
   if (Opts.DimBindings.empty())
     return Error::success();
   llvm::StringMap<int64_t> Bindings;
@@ -551,6 +571,18 @@ private:
   }
 };
 
+/// One diagnostic naming what shape inference assumed of symbolic dims.
+void reportAssumptions(const Model &M, DiagnosticEngine &Diags) {
+  if (M.BroadcastAssumptions.empty())
+    return;
+  const BroadcastAssumption &A = M.BroadcastAssumptions.front();
+  Diags.warn(M.Path,
+             formatv("{0} broadcast(s) pair a symbolic dim with a fixed extent, the first in "
+                     "'{1}' ({2} against {3}): ONNX allows that only where the dim is 1 or {3}, "
+                     "and ridge takes {3} there",
+                     M.BroadcastAssumptions.size(), A.Node, A.Dim->str(), A.Against));
+}
+
 /// One diagnostic listing the values whose shapes are still unknown.
 void reportUnknownShapes(const Model &M, bool SymbolicCosted, DiagnosticEngine &Diags) {
   std::vector<std::string> Items;
@@ -564,7 +596,7 @@ void reportUnknownShapes(const Model &M, bool SymbolicCosted, DiagnosticEngine &
           llvm::all_of(V->Shp->Dims, [](const Dim &D) { return D.isDetermined(); }))
         continue;
       ++Count;
-      if (V->Shp)
+      if (V->Shp && !SymbolicCosted) // (costed symbols are not what is missing)
         for (const Dim &D : V->Shp->Dims)
           for (std::string &S : sym::symbols(D.expr()))
             Symbols.insert(std::move(S));
@@ -746,6 +778,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
     Phase.emplace(Opts.Timer, "load: shape inference");
     ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
     (*M)->DataSymbols = std::move(Stats.DataSymbols);
+    (*M)->BroadcastAssumptions = std::move(Stats.Assumptions);
     if (Error E = reportConflicts(Path, Stats.Conflicts, Opts, Diags))
       return E;
     if (Stats.Unknown > 0) {
@@ -764,7 +797,9 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
       for (const auto &[Name, N] : Opts.DimBindings) // bound in the proto already
         (*M)->DimBindings[Name] = N;
       Phase.emplace(Opts.Timer, "load: shape inference");
-      (*M)->DataSymbols = ridge::inferShapes(*(*M)->Main, **M).DataSymbols;
+      ShapeInferenceStats Again2 = ridge::inferShapes(*(*M)->Main, **M);
+      (*M)->DataSymbols = std::move(Again2.DataSymbols);
+      (*M)->BroadcastAssumptions = std::move(Again2.Assumptions);
     }
   }
   if (Error E = checkBindingsUsed(Path, **M, Opts, Used))
@@ -772,6 +807,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
   (*M)->FileBytes = P->FileBytes;
   (*M)->SkippedPayloadBytes = P->Skipped;
   reportUnknownShapes(**M, Opts.SymbolicShapesCosted, Diags);
+  reportAssumptions(**M, Diags);
   return M;
 }
 
@@ -845,6 +881,8 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   bool Plan = Who == "plan";
   LoadOptions LO = Opts;
   LO.ConflictsAreErrors = false; // the planner names a fixed batch itself
+  // A free batch is costed as formulas in it: no warning of its dims.
+  LO.SymbolicShapesCosted |= Batch == SymbolicBatch;
   // The inputs as the file declares them, with the user's --input-shape.
   std::vector<ModelSource::Input> Declared = Src.inputs();
   for (ModelSource::Input &In : Declared)
@@ -934,9 +972,29 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
           },
           Named ? formatv("--batch-dim {0}", llvm::join(Batched, ",")).str()
                 : formatv("the first input's dim 0 ({0})", Batched[0]).str());
-    for (const std::string &Name : Batched)
-      LO.DimBindings.emplace_back(Name, Batch);
-    return Src.load(LO, Diags);
+    if (Batch == SymbolicBatch) {
+      for (const std::string &Name : Batched)
+        if (!Declares(Name)) {
+          std::set<std::string> Symbols;
+          for (const ModelSource::Input *In : Inputs)
+            for (const Dim &D : In->Dims)
+              for (std::string &S : sym::symbols(D.expr()))
+                Symbols.insert(std::move(S));
+          return fileError(Src.path(),
+                           formatv("--batch-dim {0}: the model has no dimension named '{0}' "
+                                   "(symbolic dims of its inputs: {1})",
+                                   Name, Symbols.empty() ? "none" : llvm::join(Symbols, ", ")));
+        }
+      for (size_t I = 1; I < Batched.size(); ++I)
+        LO.DimRenames.emplace_back(Batched[I], Batched[0]);
+    } else {
+      for (const std::string &Name : Batched)
+        LO.DimBindings.emplace_back(Name, Batch);
+    }
+    auto M = Src.load(LO, Diags);
+    if (M && Batch == SymbolicBatch)
+      (*M)->BatchSymbol = Batched[0];
+    return M;
   }
   if (Inputs.empty())
     return fileError(Src.path(), "no graph input has a batch dimension to bind (use --batch-dim)");
@@ -953,7 +1011,7 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   for (const ModelSource::Input *In : Inputs) {
     if (!(In->Dims[0] == Exported))
       continue;
-    std::vector<int64_t> Dims{Batch};
+    std::vector<int64_t> Dims{Batch == SymbolicBatch ? LoadOptions::SymbolDim : Batch};
     for (size_t I = 1; I < In->Dims.size(); ++I) {
       if (!In->Dims[I].isKnown())
         return fileError(Src.path(),
@@ -964,5 +1022,18 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
     }
     LO.InputShapes.emplace_back(In->Name, Dims);
   }
-  return Src.load(LO, Diags);
+  if (Batch != SymbolicBatch)
+    return Src.load(LO, Diags);
+  // The batch symbol: "batch", unless an input already has a dim of that name.
+  std::string Name = "batch";
+  for (const ModelSource::Input *In : Inputs)
+    for (const Dim &D : In->Dims)
+      for (const std::string &S : sym::symbols(D.expr()))
+        if (S == Name)
+          Name = "micro_batch";
+  LO.SymbolDimName = Name;
+  auto M = Src.load(LO, Diags);
+  if (M)
+    (*M)->BatchSymbol = Name;
+  return M;
 }

@@ -17,8 +17,15 @@ namespace ridge {
 struct LoadOptions {
   /// --dim NAME=N: binds a symbolic dim everywhere it appears.
   std::vector<std::pair<std::string, int64_t>> DimBindings;
-  /// --input-shape NAME=AxBxC: replaces a graph input's shape.
+  /// --input-shape NAME=AxBxC: replaces a graph input's shape. A dim of
+  /// SymbolDim is the symbol SymbolDimName (a fixed-batch export's dim 0
+  /// made the batch symbol by loadModelAtBatch).
   std::vector<std::pair<std::string, std::vector<int64_t>>> InputShapes;
+  static constexpr int64_t SymbolDim = -2;
+  std::string SymbolDimName;
+  /// Symbols renamed to another (a second name of the batch), as a file
+  /// would have named them.
+  std::vector<std::pair<std::string, std::string>> DimRenames;
   bool InferShapes = true;
   /// An inferred shape that contradicts the file's declared one, or a dim
   /// that overflows, at bound dims: an error (the user's binding is at
@@ -88,9 +95,13 @@ loadModel(llvm::StringRef Path, const LoadOptions &Opts, DiagnosticEngine &Diags
 /// input's is replaced (a fixed-batch export). Warns of input dims left
 /// symbolic. Who names what sets the batch, in messages ("plan": its
 /// micro-batch; "analyze --batch").
+/// Batch = SymbolicBatch leaves the batch free: one symbol (the first
+/// batch dim's name, the others renamed to it; "batch" in a fixed-batch
+/// export), recorded in Model::BatchSymbol.
 llvm::Expected<std::unique_ptr<Model>>
 loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts, llvm::StringRef BatchDim,
                  int64_t Batch, DiagnosticEngine &Diags, llvm::StringRef Who = "plan");
+constexpr int64_t SymbolicBatch = -1;
 
 /// The model in Bytes (read from Path) as binary protobuf: Bytes itself
 /// when binary (Binary set, Out untouched), else the ONNX text syntax

@@ -43,6 +43,9 @@ bool addOk(int64_t A, int64_t B, int64_t &R);
 /// Set (on this thread) when dim arithmetic overflowed int64: the
 /// inferencer reports the node (a binding too large for the graph).
 extern thread_local bool DimOverflow;
+/// Set (on this thread) by broadcastDim when it paired a symbolic dim with a
+/// fixed extent above 1: the inferencer records them with the node.
+extern thread_local SmallVector<std::pair<sym::ExprRef, int64_t>, 2> AssumedBroadcasts;
 Dim productDim(ArrayRef<Dim> Ds);
 Dim addDims(const Dim &A, const Dim &B);
 Dim divDim(const Dim &A, int64_t F);
@@ -170,6 +173,7 @@ public:
   llvm::StringSet<> UnknownOps;
   std::map<std::string, DataSymbol> DataSymbols;
   std::vector<ShapeConflict> Conflicts;
+  std::vector<BroadcastAssumption> Assumptions;
   unsigned CallDepth = 0;
 };
 

@@ -22,10 +22,16 @@ void Inferencer::inferNode(Node &N) {
   if (RuleFn Fn = findRule(N.Domain, N.OpType)) {
     Ctx C(*this, N, N.OpsetVersion ? N.OpsetVersion : DefaultOpset);
     DimOverflow = false;
+    AssumedBroadcasts.clear();
     Fn(C);
     if (DimOverflow && !N.Outputs.empty() && N.Outputs[0])
       Conflicts.push_back({N.Name, N.Outputs[0]->Name, "", "a dim that overflows int64"});
     DimOverflow = false;
+    for (const auto &[E, K] : AssumedBroadcasts)
+      if (Assumptions.empty() || Assumptions.back().Node != N.Name ||
+          Assumptions.back().Dim != E)
+        Assumptions.push_back({N.Name, E, K});
+    AssumedBroadcasts.clear();
     // Subgraphs of ops other than the control flow ones (which infer theirs).
     if (Fn != ruleIf && Fn != ruleLoop && Fn != ruleScan && Fn != ruleSequenceMap)
       for (const Attribute &A : N.Attrs)
@@ -190,6 +196,7 @@ ShapeInferenceStats ridge::inferShapes(Graph &G, const Model &M) {
     S.UnknownOps.push_back(E.getKey().str());
   S.DataSymbols = std::move(I.DataSymbols);
   S.Conflicts = std::move(I.Conflicts);
+  S.Assumptions = std::move(I.Assumptions);
   llvm::sort(S.UnknownOps);
   return S;
 }

@@ -51,6 +51,8 @@ struct ShapeInferenceStats {
   std::map<std::string, DataSymbol> DataSymbols;
   /// Outputs whose inferred dims contradict the file's or overflow, in order.
   std::vector<ShapeConflict> Conflicts;
+  /// Broadcasts of a symbolic dim against a fixed extent above 1, in order.
+  std::vector<BroadcastAssumption> Assumptions;
 };
 
 /// Infers element types, shapes and (for small int64/int32 tensors) values of

@@ -112,6 +112,8 @@ Dim unionDim(const Dim &A, const Dim &B) { return A == B ? A : Dim{}; }
 
 /// One axis of multidirectional broadcasting (ONNX's rule: a known dim other
 /// than 1 wins; two different symbols give an unknown dim).
+thread_local SmallVector<std::pair<sym::ExprRef, int64_t>, 2> AssumedBroadcasts;
+
 bool broadcastDim(const Dim &A, const Dim &B, Dim &Out) {
   if (A.isKnown() && B.isKnown()) {
     if (A.extent() == B.extent() || B.extent() == 1) {
@@ -126,10 +128,14 @@ bool broadcastDim(const Dim &A, const Dim &B, Dim &Out) {
   }
   if (A.isKnown()) {
     Out = A.extent() == 1 ? B : A;
+    if (A.extent() > 1 && B.isSymbolic())
+      AssumedBroadcasts.push_back({B.expr(), A.extent()});
     return true;
   }
   if (B.isKnown()) {
     Out = B.extent() == 1 ? A : B;
+    if (B.extent() > 1 && A.isSymbolic())
+      AssumedBroadcasts.push_back({A.expr(), B.extent()});
     return true;
   }
   if (A.isSymbolic() && A == B)

@@ -2,9 +2,12 @@
 //
 // FLOPs, bytes and element counts of a graph whose dims are symbolic are
 // formulas in its symbols. A Count is either a number (a double: the fast
-// path, every concrete graph takes only it) or E / Den: an Expr with integer
-// coefficients over the model's atoms (symbols, floor, mod, min, max)
-// divided by a positive integer (int4 tensors are half a byte an element).
+// path, every concrete graph takes only it) or P / Den: a polynomial with
+// integer coefficients over the model's atoms (symbols, floor, mod, min, max:
+// the dims' interned Expr atoms) divided by a positive integer (int4 tensors
+// are half a byte an element). The polynomial is a plain sorted term list,
+// not interned: a cost rule makes dozens of them per node, and only what is
+// printed or compared is turned into an Expr.
 // Arithmetic on formulas is exact: +, -, * always; / when the divisor
 // divides (a constant always does: it joins Den); min and max become atoms
 // when the order is not provable.
@@ -22,11 +25,21 @@
 
 #include "analyzer/symbolic/Expr.h"
 #include "llvm/ADT/Twine.h"
+#include <array>
+#include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 namespace ridge::sym {
+
+/// A term of a Count's polynomial: Coef times a product of atoms, factors
+/// sorted by atom address (any fixed order: printing goes through Expr).
+struct CountTerm {
+  int64_t Coef;
+  llvm::SmallVector<Factor, 2> Mono;
+};
 
 class Count {
 public:
@@ -38,14 +51,27 @@ public:
   /// The unknown count, with the reason noted in the current CountScope.
   static Count undecided(const llvm::Twine &Why);
 
-  bool isNumber() const { return !E && !Unknown; }
-  bool isFormula() const { return E != nullptr; }
+  bool isNumber() const { return !P && !IsU && !Unknown; }
+  bool isFormula() const { return P || IsU; }
   bool isUnknown() const { return Unknown; }
   /// The number; only for isNumber().
   double number() const { return V; }
-  /// The formula's numerator and denominator; only for isFormula().
-  ExprRef numerator() const { return E; }
-  int64_t denominator() const { return Den; }
+  /// The formula's numerator (terms, or the interned Expr) and
+  /// denominator; only for isFormula().
+  llvm::ArrayRef<CountTerm> terms() const { return *termsPtr(); }
+  const std::shared_ptr<const std::vector<CountTerm>> &termsPtr() const;
+  ExprRef numerator() const;
+  int64_t denominator() const {
+    termsPtr();
+    return Den;
+  }
+  /// A formula in UnivariateScope's symbol alone: its coefficients of b^0
+  /// .. b^3 (the fast form the planner's costs take); none otherwise.
+  std::optional<std::array<double, 4>> univariate() const {
+    if (!IsU)
+      return std::nullopt;
+    return std::array<double, 4>{V, U[0], U[1], U[2]};
+  }
 
   /// "24*batch*seq + 128", "(3*n + 1)/2"; a number as %.17g would print it
   /// exactly (integers without a fraction); "?" when unknown.
@@ -102,23 +128,41 @@ public:
   friend bool operator==(const Count &A, const Count &B) {
     if (A.Unknown || B.Unknown)
       return false;
-    return A.E ? A.E == B.E && A.Den == B.Den : !B.E && A.V == B.V;
+    if (A.IsU && B.IsU)
+      return A.V == B.V && A.U == B.U && A.Sym == B.Sym;
+    if (!A.isFormula() || !B.isFormula())
+      return !A.isFormula() && !B.isFormula() && A.V == B.V;
+    return A.denominator() == B.denominator() && sameTerms(*A.termsPtr(), *B.termsPtr());
   }
   friend bool operator!=(const Count &A, const Count &B) { return !(A == B); }
   friend bool operator>=(const Count &A, const Count &B) { return B <= A; }
 
 private:
+  using Terms = std::vector<CountTerm>;
   static Count combine(char Op, const Count &A, const Count &B);
   static bool compare(const Count &A, const Count &B, bool Strict);
+  static bool sameTerms(const Terms &A, const Terms &B);
+  /// T / Den in lowest terms (a constant is a number).
+  static Count make(Terms T, int64_t Den);
 
-  double V = 0;
-  ExprRef E = nullptr;
-  int64_t Den = 1;
+  /// The univariate form's arithmetic (both operands numbers or in Sym).
+  static std::optional<Count> univariateOp(char Op, const Count &A, const Count &B);
+  static Count univariate(ExprRef Sym, double C0, std::array<double, 3> C);
+
+  double V = 0; ///< a number; the univariate form's constant term
+  /// The numerator's terms: a formula (made on demand for the univariate
+  /// form).
+  mutable std::shared_ptr<const Terms> P;
+  mutable int64_t Den = 1;
   bool Unknown = false;
+  bool IsU = false;             ///< the univariate form: V + U[0] b + U[1] b^2 + U[2] b^3
+  std::array<double, 3> U{};
+  ExprRef Sym = nullptr;        ///< its symbol b
 };
 
 /// max and min: numbers directly; formulas exact (an atom when the order is
 /// not provable).
+Count minMax(bool IsMax, const Count &A, const Count &B);
 Count max(const Count &A, const Count &B);
 Count min(const Count &A, const Count &B);
 /// floor(A / B) and ceil(A / B) for a positive integer B.
@@ -128,6 +172,20 @@ Count ceilDiv(const Count &A, int64_t B);
 Count log2(const Count &A);
 /// A^N for a number or a formula and a non-negative integer N.
 Count pow(const Count &A, unsigned N);
+
+/// While one lives, formulas in Symbol alone of degree <= 3 take a fast
+/// form on this thread (four coefficients, no allocation): the planner's
+/// costs in its batch symbol. Exactness is a double's, as for numbers.
+class UnivariateScope {
+public:
+  explicit UnivariateScope(ExprRef Symbol);
+  ~UnivariateScope();
+  UnivariateScope(const UnivariateScope &) = delete;
+  UnivariateScope &operator=(const UnivariateScope &) = delete;
+
+private:
+  ExprRef Outer;
+};
 
 /// Collects the reason of the first undecided operation on this thread
 /// while it is the innermost scope.

@@ -100,12 +100,10 @@ void Planner::placeSlots(Workspace &W) {
 
 void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,
                            unsigned T, double &Fwd, double &Bwd) {
-  // The product at micro-batch Mb (each dim affine between 1 and 2), split
-  // by tensor parallelism as its sharding says: a column split divides N,
-  // a row split K, another split (attention's heads) the batch.
-  auto At = [&](double A, double B) { return A + (B - A) * (Mb - 1); };
-  GemmShape S{At(X.G1.Batch, X.G2.Batch), At(X.G1.M, X.G2.M), At(X.G1.N, X.G2.N),
-              At(X.G1.K, X.G2.K)};
+  // The product at micro-batch Mb (each dim a polynomial in it), split by
+  // tensor parallelism as its sharding says: a column split divides N, a
+  // row split K, another split (attention's heads) the batch.
+  GemmShape S{X.Gemm[0].at(Mb), X.Gemm[1].at(Mb), X.Gemm[2].at(Mb), X.Gemm[3].at(Mb)};
   if (Kind == 1)
     S.N /= T;
   else if (Kind == 2)
@@ -207,7 +205,7 @@ void Planner::sumActivations(Group &G) {
   double Mb = double(G.B);
   G.PreA[0] = G.PreAS[0] = G.PreCk[0] = 0;
   double *PA = G.PreA.data(), *PAS = G.PreAS.data(), *PCk = G.PreCk.data();
-  const Affine *SA = SavedAff.data(), *SelA = SelAff.data();
+  const BatchPoly *SA = SavedAff.data(), *SelA = SelAff.data();
   // With sequence parallelism the replicated regions are split too.
   const double Scales[2] = {1.0, 1.0 / G.T};
   unsigned SPBit = G.SP;
@@ -230,7 +228,7 @@ void Planner::checkExactSums(Group &G) {
   unsigned T = G.T;
   bool AnyScaled = G.SP || TP.AnySplit;
   int Shift = !AnyScaled ? 0 : (T & (T - 1)) == 0 ? __builtin_ctz(T) : -1;
-  auto Check = [&](const IntegralTerms &I, const std::vector<Affine> &Aff, bool OnlyCuts) {
+  auto Check = [&](const IntegralTerms &I, const std::vector<BatchPoly> &Aff, bool OnlyCuts) {
     if (I.exactAt(Mb, Shift))
       return true;
     ExactSum X;

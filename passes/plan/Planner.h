@@ -118,14 +118,14 @@ struct PlanResult {
   std::vector<std::unique_ptr<Model>> Models;
 };
 
-/// Loads the model with the batch dimension bound to a micro-batch size,
-/// warnings to Diags, timed by --timing when Timed. Called exactly twice,
-/// from two threads at once (micro-batch 1 and 2). What the two share (the
-/// decoded file) may be freed when the second call returns: the planner
-/// costs micro-batch 2 only after both have returned, so that its costs
-/// reuse that memory.
+/// Loads the model with its batch dimension left a symbol (Batch =
+/// PlanSymbolicBatch; the model's BatchSymbol names it: loadModelAtBatch
+/// with SymbolicBatch), warnings to Diags, timed by --timing when Timed.
+/// Called once: the planner costs the model as formulas in the batch and
+/// evaluates them at every micro-batch.
 using BatchLoader = std::function<llvm::Expected<std::unique_ptr<Model>>(
     int64_t Batch, DiagnosticEngine &Diags, bool Timed)>;
+constexpr int64_t PlanSymbolicBatch = -1;
 
 llvm::Expected<PlanResult> planParallelism(const BatchLoader &Load, const Config &Cfg,
                                            const PlanOptions &Opts, DiagnosticEngine &Diags);

@@ -14,6 +14,8 @@
 #include "passes/cost/CostModel.h"
 #include "analyzer/Format.h"
 #include "passes/roofline/Roofline.h"
+#include "passes/roofline/KernelModel.h"
+#include "llvm/ADT/DenseMap.h"
 #include "passes/cost/TrainingStep.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/bit.h"
@@ -37,31 +39,43 @@ namespace ridge::plan {
 using llvm::formatv;
 
 
-/// A quantity affine in the micro-batch size b: A + B * b, from its values
-/// at b = 1 and b = 2.
-struct Affine {
-  double A = 0, B = 0;
-  static Affine fit(double At1, double At2) { return {2 * At1 - At2, At2 - At1}; }
-  double at(double Mb) const { return std::max(0.0, A + B * Mb); }
-  Affine &operator+=(const Affine &O) {
-    A += O.A;
-    B += O.B;
+/// A quantity polynomial in the micro-batch size b: sum of C[k] b^k, k <=
+/// MaxDegree, taken exactly from the costs analyzed once with the batch a
+/// symbol (Prepare.cpp): a [B, B] product's FLOPs are quadratic in b.
+struct BatchPoly {
+  static constexpr unsigned MaxDegree = 3;
+  std::array<double, MaxDegree + 1> C{};
+  static BatchPoly constant(double X) {
+    BatchPoly P;
+    P.C[0] = X;
+    return P;
+  }
+  double at(double Mb) const {
+    double V = C[MaxDegree];
+    for (unsigned K = MaxDegree; K-- > 0;)
+      V = V * Mb + C[K];
+    return std::max(0.0, V);
+  }
+  BatchPoly &operator+=(const BatchPoly &O) {
+    for (unsigned K = 0; K <= MaxDegree; ++K)
+      C[K] += O.C[K];
     return *this;
+  }
+  BatchPoly operator*(double F) const {
+    BatchPoly P = *this;
+    for (double &X : P.C)
+      X *= F;
+    return P;
   }
 };
 
-struct AffinePhase {
-  Affine Flops, Macs, Transc, Bytes;
-  static AffinePhase fit(const PhaseCost &P1, const PhaseCost &P2) {
-    return {Affine::fit(P1.Flops, P2.Flops), Affine::fit(P1.Macs, P2.Macs),
-            Affine::fit(P1.Transcendentals, P2.Transcendentals),
-            Affine::fit(P1.Bytes, P2.Bytes)};
-  }
+struct PolyPhase {
+  BatchPoly Flops, Macs, Transc, Bytes;
   PhaseCost at(double Mb, double Scale) const {
     return {Flops.at(Mb) * Scale, Macs.at(Mb) * Scale, Transc.at(Mb) * Scale,
             Bytes.at(Mb) * Scale};
   }
-  AffinePhase &operator+=(const AffinePhase &O) {
+  PolyPhase &operator+=(const PolyPhase &O) {
     Flops += O.Flops;
     Macs += O.Macs;
     Transc += O.Transc;
@@ -75,21 +89,21 @@ struct AffinePhase {
 /// recomputation flags are in the planner's per-position tables).
 struct Position {
   const Node *N = nullptr;
-  AffinePhase Fwd, Bwd;
+  PolyPhase Fwd, Bwd;
   bool NeedsBackward = false;
   DType Type = DType::Float;
-  /// A matrix product (MatMul, Gemm) whose shape is known at both
-  /// micro-batches: its GEMM at micro-batch 1 and 2 (each dim affine in
-  /// the micro-batch), and which operands' gradients the backward computes.
-  /// The kernel model times it, as `analyze` does.
+  /// A matrix product (MatMul, Gemm) whose dims are known as formulas in
+  /// the batch: its GEMM's batch, M, N and K (productDims), and which
+  /// operands' gradients the backward computes. The kernel model times it,
+  /// as `analyze` does.
   bool Product = false, GradA = false, GradB = false;
-  GemmShape G1, G2;
+  std::array<BatchPoly, 4> Gemm;
 };
 
 /// A tensor-parallel collective's kind and full tensor bytes.
 struct CollectiveCost {
   CollectiveKind Kind;
-  Affine Bytes;
+  BatchPoly Bytes;
 };
 
 /// What one tensor-parallel degree (and sequence-parallel choice) implies:
@@ -202,22 +216,24 @@ struct Group {
   std::map<std::array<unsigned, 3>, StageAgg> Aggs; ///< by (recompute, p, v)
 };
 
-/// Affine terms that are whole numbers (bytes): their values at an integer
-/// micro-batch, scaled by a power of two, sum exactly while the magnitudes
-/// stay below 2^52 units.
+/// Polynomial terms that are whole numbers (bytes): their values at an
+/// integer micro-batch, scaled by a power of two, sum exactly while the
+/// magnitudes stay below 2^52 units.
 struct IntegralTerms {
   bool Integral = true;
-  double SumAbsA = 0, SumAbsB = 0;
-  void add(const Affine &X) {
-    Integral &= std::isfinite(X.A) && std::isfinite(X.B) && X.A == std::trunc(X.A) &&
-                X.B == std::trunc(X.B);
-    SumAbsA += std::fabs(X.A);
-    SumAbsB += std::fabs(X.B);
+  std::array<double, BatchPoly::MaxDegree + 1> SumAbs{};
+  void add(const BatchPoly &X) {
+    for (unsigned K = 0; K <= BatchPoly::MaxDegree; ++K) {
+      Integral &= std::isfinite(X.C[K]) && X.C[K] == std::trunc(X.C[K]);
+      SumAbs[K] += std::fabs(X.C[K]);
+    }
   }
   /// Exact at micro-batch Mb with every term times 1 or 2^-Shift.
   bool exactAt(double Mb, int Shift) const {
-    return Integral && Shift >= 0 &&
-           (SumAbsA + SumAbsB * Mb) * (1 + 1e-6) <= std::ldexp(1.0, 52 - Shift);
+    double Bound = 0, Pow = 1;
+    for (unsigned K = 0; K <= BatchPoly::MaxDegree; ++K, Pow *= Mb)
+      Bound += SumAbs[K] * Pow;
+    return Integral && Shift >= 0 && Bound * (1 + 1e-6) <= std::ldexp(1.0, 52 - Shift);
   }
 };
 
@@ -234,32 +250,18 @@ public:
   llvm::Expected<PlanResult> search();
 
 private:
-  /// The graph and its costs at one micro-batch, as prepare() reads them.
-  struct BatchSide {
-    std::unique_ptr<Model> M;
-    CostResult C;
-    RecomputePlan Full, Sel;
-    std::vector<PhaseCost> F, B;
-    std::vector<double> S, SS, Ck, Live;
-    double In = 0;                  ///< graph input bytes
-    size_t NumNodes = 0, NumValues = 0;
-    std::vector<bool> Modeled;      ///< micro-batch 2: each cost row's Modeled
-    /// Per position: the matrix product's shape (productShape) and bit 0/1:
-    /// its A/B operand needs a gradient.
-    std::vector<std::optional<GemmShape>> Gemm;
-    std::vector<uint8_t> GemmGrad;
-  };
-  struct LoadSync;
-  /// prepare()'s steps: load and cost micro-batch I + 1 (micro-batch 1 is
-  /// kept as M1 and C1, micro-batch 2 as numbers), both at once, check that
-  /// they are the same graph, fit each position's costs as affine in the
-  /// micro-batch, find each parameter's owner, the stage boundaries, and
-  /// the classes of positions with equal costs.
-  llvm::Error loadSide(int I, const BatchLoader &Load, LoadSync &Sync, DiagnosticEngine &D,
-                       bool Timed, BatchSide &X);
-  llvm::Error loadBothBatches(const BatchLoader &Load, BatchSide Sides[2]);
-  llvm::Error checkSameGraph(const BatchSide Sides[2]);
-  void fitPositions(BatchSide Sides[2]);
+  /// prepare()'s steps: load the model once with the batch a symbol and
+  /// cost it (formulas in the batch), take each position's costs and each
+  /// value's bytes as polynomials in the micro-batch, bind the batch to 1
+  /// in place and cost it again for what needs numbers (recomputation cuts,
+  /// sharding, parameters), then find each parameter's owner, the stage
+  /// boundaries, and the classes of positions with equal costs.
+  llvm::Error loadSymbolic(const BatchLoader &Load);
+  llvm::Error takePolynomials(const CostResult &Sym);
+  llvm::Error bindMicroBatchOne();
+  void sumPositions();
+  /// V's bytes as a polynomial in the micro-batch (taken before the bind).
+  BatchPoly bytesOf(const Value *V) const;
   void assignParameters();
   void findBoundaries();
   void classifyPositions();
@@ -268,12 +270,21 @@ private:
   const PlanOptions &Opts;
   DiagnosticEngine &Diags;
   const Device &Dev;
+  /// The model, loaded with a symbolic batch and then bound to micro-batch 1.
   std::unique_ptr<Model> M1;
-  /// Byte size of each main-graph value at micro-batch 2, by Value::Id (the
-  /// graph at micro-batch 2 is freed once its costs are summed).
-  std::vector<double> Bytes2;
+  std::string BatchSymbol;
+  /// Each value's bytes as a polynomial in the micro-batch, by value
+  /// (main graph and subgraphs), taken while the batch was a symbol.
+  llvm::DenseMap<const Value *, BatchPoly> ValueBytes;
+  /// Per cost row (of both analyses: one graph, one order): modeled with
+  /// the batch a symbol; and the extra saved bytes (masks, statistics) of
+  /// the rows that have them, as polynomials.
+  std::vector<uint8_t> SymModeled;
+  std::vector<std::string> SymUnmodeled; ///< the reason, for rows not modeled
+
+  llvm::DenseMap<size_t, BatchPoly> SavedExtra;
   std::vector<Position> Pos;
-  std::vector<Affine> LiveBytes; ///< activation bytes live on boundary k (before position k)
+  std::vector<BatchPoly> LiveBytes; ///< activation bytes live on boundary k (before position k)
   /// Stage boundaries: after the last position of each segment between the
   /// graph's single-tensor cuts (a transformer's layer halves, a CNN's
   /// blocks), and the end; AllBoundaries when a graph has too few cuts.
@@ -283,7 +294,7 @@ private:
   /// Boundaries[0 .. StackLayers - 1] (the first also holds what precedes
   /// the stack, an embedding); 0 otherwise.
   size_t StackLayers = 0;
-  Affine InputBytes;             ///< graph inputs per micro-batch
+  BatchPoly InputBytes;          ///< graph inputs per micro-batch
   double Params = 0;
   std::optional<double> FloatBytes; ///< --dtype's bytes (none: as stored)
   double WBytes = 4;             ///< weights and gradients
@@ -299,9 +310,9 @@ private:
   std::vector<uint32_t> ClassOf;        ///< positions with equal costs share a class
   std::vector<const Position *> ClassRep;
   std::vector<uint8_t> RecFull, RecSel, Cut;
-  std::vector<Affine> SavedAff, SelAff, CkAff;
+  std::vector<BatchPoly> SavedAff, SelAff, CkAff;
   std::vector<size_t> CutPos;           ///< positions with Cut, ascending
-  std::vector<Affine> CutCk;            ///< CkAff at each of CutPos
+  std::vector<BatchPoly> CutCk;         ///< CkAff at each of CutPos
   IntegralTerms SavedInt, SelInt, CkInt;
   // Trainable parameters in order of position: owner, value, elements.
   std::vector<uint32_t> ParamPos;
@@ -318,7 +329,8 @@ private:
   };
   std::vector<SharedParam> Shared;
   std::vector<CollectiveCost> CollCosts; ///< distinct collectives
-  std::map<std::tuple<unsigned, uint64_t, uint64_t>, uint32_t> CollCostIds; ///< by kind and bytes
+  std::map<std::pair<unsigned, std::array<double, BatchPoly::MaxDegree + 1>>, uint32_t>
+      CollCostIds; ///< by kind and bytes
   /// Each collective's index in CollCosts, by tensor and kind (UINT32_MAX:
   /// none yet); made with the first tensor-parallel plan.
   using CollCostIndex = std::array<uint32_t, NumCollectiveKinds>;
@@ -344,7 +356,6 @@ private:
   /// million positions).
   void sizeWorkspace(Workspace &W);
   void propagateAhead();
-  void warnSuperlinear();
   const TPPlan &tpPlan(unsigned T, bool SP);
   /// The group of (micro-batch B, t, sp), made in W unless W holds it:
   /// its collectives' and slots' times, the per-position sums and their

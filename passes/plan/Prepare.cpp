@@ -5,19 +5,289 @@ using namespace ridge;
 
 namespace ridge::plan {
 
-/// Sums each node's costs into the position of its main-graph ancestor.
-void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
-             const RecomputePlan &Sel, std::optional<double> FloatBytes,
-             std::vector<PhaseCost> &Fwd, std::vector<PhaseCost> &Bwd,
-             std::vector<double> &Saved, std::vector<double> &SavedSel,
-             std::vector<double> &Checkpoint) {
-  const Graph &G = *M.Main;
+namespace {
+
+/// C as a polynomial in the symbol Batch alone (degree <= 3); none when it
+/// is unknown or holds another symbol or atom.
+std::optional<BatchPoly> batchPoly(const sym::Count &C, llvm::StringRef Batch) {
+  if (C.isNumber())
+    return BatchPoly::constant(C.number());
+  if (!C.isFormula())
+    return std::nullopt;
+  if (std::optional<std::array<double, 4>> U = C.univariate()) {
+    BatchPoly P;
+    P.C = *U;
+    return P;
+  }
+  BatchPoly P;
+  for (const sym::CountTerm &T : C.terms()) {
+    unsigned Exp = 0;
+    if (!T.Mono.empty()) {
+      const sym::Factor &F = T.Mono[0];
+      if (T.Mono.size() != 1 || F.Atom->kind() != sym::Expr::Kind::Symbol ||
+          F.Atom->name() != Batch || F.Exp > BatchPoly::MaxDegree)
+        return std::nullopt;
+      Exp = F.Exp;
+    }
+    P.C[Exp] += double(T.Coef) / double(C.denominator());
+  }
+  return P;
+}
+
+/// The main-graph position that holds N (N itself, or the control-flow
+/// node whose body holds it); none for a node outside the main graph's tree.
+std::optional<size_t> positionOf(const Graph &G, const Node *N) {
+  while (N->Parent != &G && N->Parent->ParentNode)
+    N = N->Parent->ParentNode;
+  if (N->Parent != &G)
+    return std::nullopt;
+  return N->Index;
+}
+
+PhaseCount countsOf(const NodeCost &NC, bool Bwd) {
+  if (NC.Sym)
+    return Bwd ? NC.Sym->Bwd : NC.Sym->Fwd;
+  const PhaseCost &P = Bwd ? NC.Bwd : NC.Fwd;
+  return {P.Flops, P.Macs, P.Transcendentals, P.Bytes};
+}
+
+} // namespace
+
+BatchPoly Planner::bytesOf(const Value *V) const {
+  // Values whose size does not grow with the batch are not listed: their
+  // bytes at micro-batch 1 are every micro-batch's.
+  auto It = ValueBytes.find(V);
+  return It != ValueBytes.end() ? It->second : BatchPoly::constant(valueBytes(V, FloatBytes));
+}
+
+llvm::Error Planner::takePolynomials(const CostResult &Sym) {
+  const Graph &G = *M1->Main;
   size_t N = G.Nodes.size();
-  Fwd.assign(N, {});
-  Bwd.assign(N, {});
-  Saved.assign(N, 0);
-  SavedSel.assign(N, 0);
-  Checkpoint.assign(N, 0);
+  Pos.resize(N);
+  auto NotPolynomial = [&](const Node &Nd, const sym::Count &C) {
+    return fileError(M1->Path,
+                     formatv("cannot plan: a count of node '{0}' ({1}) is {2}, not a polynomial "
+                             "of degree at most {3} in the micro-batch '{4}'",
+                             Nd.Name, Nd.qualifiedOpType(), C.str(), BatchPoly::MaxDegree,
+                             BatchSymbol));
+  };
+  auto Poly = [&](const Node &Nd, const sym::Count &C, BatchPoly &Out) -> llvm::Error {
+    std::optional<BatchPoly> P = batchPoly(C, BatchSymbol);
+    if (!P)
+      return NotPolynomial(Nd, C);
+    Out = *P;
+    return llvm::Error::success();
+  };
+  // A count in another free symbol (an input dim the plan does not set) is
+  // what the graph at micro-batch 1 cannot cost either: the node is left
+  // out of the plan there, with the loader's warning naming the dim.
+  auto OtherSymbol = [&](const NodeCost &NC) {
+    if (!NC.Sym)
+      return false;
+    for (const PhaseCount *P : {&NC.Sym->Fwd, &NC.Sym->Bwd})
+      for (const sym::Count *C : {&P->Flops, &P->Macs, &P->Transcendentals, &P->Bytes})
+        if (C->isFormula() && !C->univariate()) // (the fast form is the batch's alone)
+          for (const std::string &S : C->symbols())
+            if (S != BatchSymbol)
+              return true;
+    return false;
+  };
+  SymModeled.resize(Sym.Nodes.size());
+  SymUnmodeled.resize(Sym.Nodes.size());
+  for (size_t I = 0; I < Sym.Nodes.size(); ++I) {
+    const NodeCost &NC = Sym.Nodes[I];
+    SymModeled[I] = NC.Modeled && !OtherSymbol(NC);
+    if (!NC.Modeled)
+      SymUnmodeled[I] = NC.Unmodeled.str();
+    std::optional<size_t> P = positionOf(G, NC.N);
+    if (!P || !SymModeled[I])
+      continue;
+    for (bool Bwd : {false, true}) {
+      PhaseCount C = countsOf(NC, Bwd);
+      PolyPhase X;
+      if (llvm::Error E = Poly(*NC.N, C.Flops, X.Flops))
+        return E;
+      if (llvm::Error E = Poly(*NC.N, C.Macs, X.Macs))
+        return E;
+      if (llvm::Error E = Poly(*NC.N, C.Transcendentals, X.Transc))
+        return E;
+      if (llvm::Error E = Poly(*NC.N, C.Bytes, X.Bytes))
+        return E;
+      X.Flops = X.Flops * NC.Multiplier;
+      X.Macs = X.Macs * NC.Multiplier;
+      X.Transc = X.Transc * NC.Multiplier;
+      X.Bytes = X.Bytes * NC.Multiplier;
+      (Bwd ? Pos[*P].Bwd : Pos[*P].Fwd) += X;
+    }
+    sym::Count Extra = NC.Sym ? NC.Sym->SavedBytes : sym::Count(NC.SavedBytes);
+    if (Extra != 0) {
+      BatchPoly X;
+      if (llvm::Error E = Poly(*NC.N, Extra, X))
+        return E;
+      SavedExtra[I] = X * NC.Multiplier;
+    }
+    // A product's GEMM dims, as formulas in the batch.
+    if (NC.N->Parent == &G)
+      if (auto Dims = productDims(*NC.N)) {
+        Position &X = Pos[*P];
+        bool Ok = true;
+        for (unsigned K = 0; K < 4 && Ok; ++K) {
+          std::optional<BatchPoly> D = batchPoly((*Dims)[K], BatchSymbol);
+          Ok = D.has_value();
+          if (Ok)
+            X.Gemm[K] = *D;
+        }
+        X.Product = Ok;
+        X.GradA = NC.inputNeedsGrad(0);
+        X.GradB = NC.inputNeedsGrad(1);
+      }
+  }
+  // Each value whose bytes grow with the batch (the others are taken from
+  // the bound graph).
+  auto Take = [&](const Graph &Gr) {
+    for (const Value &V : Gr.Values) {
+      if (V.numElements() || !V.Shp)
+        continue;
+      sym::CountScope Scope;
+      std::optional<BatchPoly> P = batchPoly(valueCount(&V, FloatBytes), BatchSymbol);
+      if (P)
+        ValueBytes[&V] = *P;
+    }
+  };
+  Take(G);
+  // The graph inputs a micro-batch feeds, at their stored element type.
+  InputBytes = {};
+  for (const Value *V : G.Inputs)
+    if (!V->isInitializer()) {
+      sym::CountScope Scope;
+      if (std::optional<BatchPoly> P = batchPoly(valueCount(V, std::nullopt), BatchSymbol))
+        InputBytes += *P;
+    }
+  G.walk([&](const Node &Nd) {
+    for (const Graph *Sub : Nd.subgraphs())
+      Take(*Sub);
+  });
+  return llvm::Error::success();
+}
+
+llvm::Error Planner::bindMicroBatchOne() {
+  // The batch bound to 1 in every shape (and in the data-dependent
+  // symbols' bounds): the graph the search's structure is taken from, as
+  // loading it at micro-batch 1 gives.
+  std::string Name = BatchSymbol;
+  sym::Binding One = [&](llvm::StringRef S) -> std::optional<int64_t> {
+    return S == Name ? std::optional<int64_t>(1) : std::nullopt;
+  };
+  llvm::DenseMap<sym::ExprRef, Dim> Bound; // each distinct dim once
+  auto Bind = [&](Graph &Gr) {
+    for (Value &V : Gr.Values)
+      if (V.Shp)
+        for (Dim &D : V.Shp->Dims)
+          if (D.isSymbolic()) {
+            auto [It, New] = Bound.try_emplace(D.expr());
+            if (New)
+              It->second = Dim::of(sym::substitute(D.expr(), One));
+            D = It->second;
+          }
+  };
+  Bind(*M1->Main);
+  M1->Main->walk([&](const Node &Nd) {
+    for (Graph *Sub : Nd.subgraphs())
+      Bind(*Sub);
+  });
+  for (auto &[S, D] : M1->DataSymbols)
+    if (D.Bound)
+      D.Bound = sym::substitute(D.Bound, One);
+  M1->DimBindings[Name] = 1;
+  return llvm::Error::success();
+}
+
+llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
+  Timing *T = Opts.Timer;
+  auto L = Load(PlanSymbolicBatch, Diags, true);
+  if (!L)
+    return L.takeError();
+  M1 = std::move(*L);
+  BatchSymbol = M1->BatchSymbol;
+  // A batch broadcast against a fixed extent (a table of 8 rows added to the
+  // batch's): the graph takes that batch size (or 1) only.
+  for (const BroadcastAssumption &A : M1->BroadcastAssumptions)
+    if (llvm::is_contained(sym::symbols(A.Dim), BatchSymbol))
+      return fileError(
+          M1->Path,
+          formatv("node '{0}' broadcasts the batch ({1}) against a fixed {2}: the graph takes "
+                  "a micro-batch of {2} (or 1) only, not every batch size (one fixed in its "
+                  "own constants, such as a Reshape target, does this: export it with a "
+                  "dynamic batch dim); cannot plan it",
+                  A.Node, A.Dim->str(), A.Against));
+  {
+    // The costs with the batch a symbol: formulas in it (in their fast
+    // univariate form).
+    Config SymCfg = Cfg;
+    SymCfg.SymbolicCosts = true;
+    sym::UnivariateScope InBatch(sym::symbol(BatchSymbol));
+    AnalysisManager AM(*M1, SymCfg, Diags, T);
+    auto C = AM.getResult<CostAnalysis>();
+    if (!C)
+      return C.takeError();
+    Timing::Scope Phase(T, "plan: costs as polynomials in the micro-batch");
+    if (llvm::Error E = takePolynomials(*C))
+      return E;
+  }
+  if (llvm::Error E = bindMicroBatchOne())
+    return E;
+  {
+    AnalysisManager AM(*M1, Cfg, Diags, T);
+    auto C = AM.getResult<CostAnalysis>();
+    if (!C)
+      return C.takeError();
+    C1 = std::move(*C); // the manager ends with this scope
+  }
+  // A node costed with the batch bound to 1 but with no exact formula in it
+  // (or the other way round: the graph does not take every batch size, as
+  // one fixed in its own constants does).
+  if (SymModeled.size() != C1.Nodes.size())
+    return fileError(M1->Path, "the graph changes with the batch size; cannot plan it");
+  for (size_t I = 0; I < C1.Nodes.size(); ++I) {
+    const NodeCost &NC = C1.Nodes[I];
+    if (NC.Modeled == bool(SymModeled[I]))
+      continue;
+    if (NC.Modeled)
+      return fileError(M1->Path,
+                       formatv("cannot plan: node '{0}' ({1}) has no exact cost in the "
+                               "micro-batch '{2}' ({3})",
+                               NC.N->Name, NC.N->qualifiedOpType(), BatchSymbol,
+                               SymUnmodeled[I]));
+    return fileError(
+        M1->Path,
+        formatv("node '{0}' ({1}) can be costed as a formula in the micro-batch but not at "
+                "micro-batch 1: the graph does not take every batch size (one fixed in its "
+                "own constants, such as a Reshape target, does this: export it with a "
+                "dynamic batch dim); cannot plan it",
+                NC.N->Name, NC.N->qualifiedOpType()));
+  }
+  std::vector<std::string>().swap(SymUnmodeled);
+  if (C1.UnmodeledNodes)
+    Diags.warn(M1->Path, formatv("{0} node(s) cannot be costed and are left out of the "
+                                 "plan (see ridge analyze)",
+                                 C1.UnmodeledNodes));
+  // The sharding propagations start now, on the worker, while the
+  // per-position sums are taken (both only read M1 and C1).
+  propagateAhead();
+  return llvm::Error::success();
+}
+
+void Planner::sumPositions() {
+  const Graph &G = *M1->Main;
+  size_t N = G.Nodes.size();
+  RecomputePlan Full = planRecompute(*M1, C1, Config::Recompute::Full, FloatBytes);
+  RecomputePlan Sel = planRecompute(*M1, C1, Config::Recompute::Selective, FloatBytes);
+  SavedAff.assign(N, {});
+  SelAff.assign(N, {});
+  CkAff.assign(N, {});
+  Cut.assign(N, 0);
+  RecFull.assign(N, 0);
+  RecSel.assign(N, 0);
   // Each saved tensor counts once (with selective recomputation: once
   // among those held).
   ValueMap<uint8_t> Seen(G, 0), SeenSel(G, 0);
@@ -27,257 +297,38 @@ void collect(const Model &M, const CostResult &C, const RecomputePlan &Full,
     S = 1;
     return First;
   };
-  auto Bytes = [&](const Value *V) { return valueBytes(V, FloatBytes); };
-  for (size_t I = 0; I < C.Nodes.size(); ++I) {
-    const NodeCost &NC = C.Nodes[I];
-    const Node *Top = NC.N;
-    while (Top->Parent != &G && Top->Parent->ParentNode)
-      Top = Top->Parent->ParentNode;
-    if (Top->Parent != &G)
+  for (size_t I = 0; I < C1.Nodes.size(); ++I) {
+    const NodeCost &NC = C1.Nodes[I];
+    std::optional<size_t> P = positionOf(G, NC.N);
+    if (!P)
       continue;
-    size_t P = Top->Index;
-    Fwd[P] += NC.Fwd * NC.Multiplier;
-    Bwd[P] += NC.Bwd * NC.Multiplier;
-    double S = NC.SavedBytes * NC.Multiplier;
-    double SS = Sel.KeptSaved[I] ? S : 0;
+    Pos[*P].NeedsBackward |= NC.NeedsBackward;
+    RecFull[*P] |= Full.Recomputed[I];
+    RecSel[*P] |= Sel.Recomputed[I];
+    BatchPoly S, SS;
+    if (auto It = SavedExtra.find(I); It != SavedExtra.end()) {
+      S = It->second;
+      if (Sel.KeptSaved[I])
+        SS = S;
+    }
     for (const Value *V : NC.Saved) {
       if (V->isInitializer())
         continue;
-      double B = Bytes(V) * std::max(1.0, NC.Multiplier);
+      BatchPoly B = bytesOf(V) * std::max(1.0, NC.Multiplier);
       if (FirstSeen(Seen, V))
         S += B;
       if (!Sel.Dropped.contains(V) && FirstSeen(SeenSel, V))
         SS += B;
     }
-    Saved[P] += S;
-    SavedSel[P] += SS;
+    SavedAff[*P] += S;
+    SelAff[*P] += SS;
   }
   for (size_t K = 0; K < Full.Cuts.size(); ++K)
-    Checkpoint[Full.Cuts[K]] += Bytes(Full.CutValues[K]);
-}
-
-/// Activation bytes live on each boundary of the main graph (a tensor
-/// computed from a graph input, between its producer and its last reader).
-std::vector<double> liveBytes(const Graph &G, std::optional<double> FloatBytes) {
-  size_t N = G.Nodes.size();
-  std::vector<double> Delta(N + 2, 0);
-  // Integer activations (token ids) cross stage boundaries too.
-  forEachActivationRange(G, /*FloatOnly=*/false, [&](const Value *V, long Def, long Last) {
-    double B = valueBytes(V, FloatBytes);
-    Delta[Def + 1] += B; // live on boundaries Def+1 .. Last
-    Delta[Last + 1] -= B;
-  });
-  std::vector<double> Live(N + 1, 0);
-  double Acc = 0;
-  for (size_t P = 0; P <= N; ++P) {
-    Acc += Delta[P];
-    Live[P] = Acc;
-  }
-  return Live;
-}
-
-/// The plan fits every quantity as affine in the micro-batch b from b = 1
-/// and 2, which holds when every tensor's size is: a tensor with two dims
-/// that grow with b (a contrastive loss's similarities [B, B]) has b^2
-/// elements, and what reads or writes it costs more at larger micro-batches
-/// than the fit says. Such a tensor has more than twice its bytes at b = 2
-/// (an affine size a + k b with a, k >= 0 has at most twice). Costs
-/// themselves cannot tell: a bias gradient sums B rows with B - 1
-/// additions, affine but 0 at b = 1. Main-graph tensors, counted, the first
-/// named.
-void Planner::warnSuperlinear() {
-  size_t Count = 0;
-  const Value *First = nullptr;
-  for (const Value &V : M1->Main->Values) {
-    double At1 = valueBytes(&V, FloatBytes), At2 = Bytes2[V.Id];
-    if (At1 > 0 && At2 > 2 * At1 * (1 + 1e-9) && !Count++)
-      First = &V;
-  }
-  if (!Count)
-    return;
-  std::string Where =
-      First->Producer ? formatv(", output of '{0}'", First->Producer->Name).str() : "";
-  Diags.warn(M1->Path,
-             formatv("{0} tensor(s) grow faster than the micro-batch, the first '{1}' ({2} at "
-                     "micro-batch 1{3}): {4}x as large at micro-batch 2. The plan fits every "
-                     "cost as affine in the micro-batch from those two, so what reads or "
-                     "writes such a tensor (a batch-by-batch product, as in a contrastive "
-                     "loss) is under-counted at larger micro-batches",
-                     Count, First->Name, First->typeStr(), Where,
-                     exactNumber(Bytes2[First->Id] / valueBytes(First, FloatBytes))));
-}
-
-/// Whichever of the two loads returns second wakes micro-batch 2's thread,
-/// which costs its graph only then (see loadBothBatches).
-struct Planner::LoadSync {
-  std::mutex Lock;
-  std::condition_variable Done;
-  int Loads = 0;
-  bool TwoThreads = false;
-  void loaded(bool Wait) {
-    std::unique_lock<std::mutex> Hold(Lock);
-    if (++Loads == 2)
-      Done.notify_all();
-    else if (Wait)
-      Done.wait(Hold, [&] { return Loads == 2; });
-  }
-};
-
-llvm::Error Planner::loadSide(int I, const BatchLoader &Load, LoadSync &Sync,
-                              DiagnosticEngine &D, bool Timed, BatchSide &X) {
-  auto L = Load(I + 1, D, Timed);
-  Sync.loaded(/*Wait=*/I == 1 && Sync.TwoThreads);
-  if (!L)
-    return L.takeError();
-  X.M = std::move(*L);
-  Timing *T = Timed ? Opts.Timer : nullptr;
-  AnalysisManager AM(*X.M, Cfg, D, T);
-  auto C = AM.getResult<CostAnalysis>();
-  if (!C)
-    return C.takeError();
-  X.C = std::move(*C); // the manager ends with this scope
-  if (I == 0) {
-    // The search keeps micro-batch 1. Its sharding propagations start
-    // now, on the worker, while the per-position sums below are taken
-    // (both only read M1 and C1).
-    M1 = std::move(X.M);
-    C1 = std::move(X.C);
-    propagateAhead();
-  }
-  const Model &Mod = I == 0 ? *M1 : *X.M;
-  const CostResult &Cost = I == 0 ? C1 : X.C;
-  Timing::Scope Phase(T, "plan: recomputation and per-position sums");
-  X.Full = planRecompute(Mod, Cost, Config::Recompute::Full, FloatBytes);
-  X.Sel = planRecompute(Mod, Cost, Config::Recompute::Selective, FloatBytes);
-  collect(Mod, Cost, X.Full, X.Sel, FloatBytes, X.F, X.B, X.S, X.SS, X.Ck);
-  X.Live = liveBytes(*Mod.Main, FloatBytes);
-  const Graph &Main = *Mod.Main;
-  X.Gemm.assign(Main.Nodes.size(), std::nullopt);
-  X.GemmGrad.assign(Main.Nodes.size(), 0);
-  for (const NodeCost &NC : Cost.Nodes)
-    if (NC.N->Parent == &Main && NC.Modeled)
-      if (std::optional<GemmShape> S = productShape(*NC.N)) {
-        X.Gemm[NC.N->Index] = *S;
-        X.GemmGrad[NC.N->Index] =
-            uint8_t(NC.inputNeedsGrad(0)) | uint8_t(NC.inputNeedsGrad(1)) << 1;
-      }
-  for (const Value *V : Main.Inputs)
-    if (!V->isInitializer())
-      X.In += V->numBytes().value_or(0);
-  X.NumNodes = Main.Nodes.size();
-  X.NumValues = Main.Values.size();
-  if (I == 1) {
-    // Micro-batch 2 is kept as numbers only: the byte size of every
-    // main-graph value (by Id; tpPlan reads those of collectives), then
-    // the graph is freed here, so that its memory serves the search.
-    Bytes2.resize(X.NumValues);
-    for (const Value &V : Main.Values)
-      Bytes2[V.Id] = valueBytes(&V, FloatBytes);
-    X.Modeled.resize(X.C.Nodes.size());
-    for (size_t K = 0; K < X.C.Nodes.size(); ++K)
-      X.Modeled[K] = X.C.Nodes[K].Modeled;
-    X.C = CostResult();
-    X.Full = X.Sel = RecomputePlan();
-    X.M.reset();
-  }
-  return llvm::Error::success();
-}
-
-llvm::Error Planner::loadBothBatches(const BatchLoader &Load, BatchSide Sides[2]) {
-  // Micro-batch 1, which the search keeps, on a second thread while
-  // micro-batch 2 loads here: the two read only the parsed file. Micro-batch
-  // 2 is freed on this thread, so its memory goes back to the heap that the
-  // search allocates from; a thread's own malloc arena would keep it there,
-  // or unmap it, and the search would fault in fresh pages instead. Its
-  // warnings repeat micro-batch 1's; they are merged after (each said once).
-  // Micro-batch 2's thread costs its graph once both loads have returned:
-  // the loader may free what they shared then (BatchLoader), and this
-  // thread's allocations reuse it.
-  LoadSync Sync;
-  DiagnosticEngine Diags2;
-  std::optional<llvm::Error> E1;
-  auto First = [&](bool Timed) { E1.emplace(loadSide(0, Load, Sync, Diags, Timed, Sides[0])); };
-  std::thread FirstThread;
-  try {
-    FirstThread = std::thread(First, false);
-  } catch (const std::system_error &) {
-  }
-  Sync.TwoThreads = FirstThread.joinable();
-  llvm::Error E2 = loadSide(1, Load, Sync, Diags2, Sync.TwoThreads, Sides[1]);
-  if (FirstThread.joinable())
-    FirstThread.join();
-  else
-    First(true);
-  for (const std::string &W : Diags2.warnings())
-    Diags.warn("", W);
-  if (*E1) {
-    llvm::consumeError(std::move(E2));
-    return std::move(*E1);
-  }
-  return E2;
-}
-
-llvm::Error Planner::checkSameGraph(const BatchSide Sides[2]) {
-  if (Sides[0].NumNodes != Sides[1].NumNodes || Sides[0].NumValues != Sides[1].NumValues ||
-      Sides[1].Modeled.size() != C1.Nodes.size())
-    return fileError(M1->Path, "the graph changes with the batch size; cannot plan it");
-  // A node costed at one micro-batch is costed at the other, or its costs
-  // would be fitted to nothing. A batch size fixed in the model's own
-  // constants breaks this: an Add of a [1, 128, 512] input to a Reshape
-  // to [8, 128, 512] broadcasts at micro-batch 1 (and counts batch 8) and
-  // has no shape at 2.
-  size_t Differ = 0;
-  const NodeCost *FirstDiffer = nullptr;
-  for (size_t K = 0; K < C1.Nodes.size(); ++K)
-    if (C1.Nodes[K].Modeled != Sides[1].Modeled[K] && !Differ++)
-      FirstDiffer = &C1.Nodes[K];
-  if (Differ)
-    return fileError(
-        M1->Path,
-        formatv("{0} node(s) can be costed at only one of micro-batch 1 and 2, the first "
-                "'{1}' ({2}, at {3} only): the graph does not take every batch size (one "
-                "fixed in its own constants, such as a Reshape target, does this: export "
-                "it with a dynamic batch dim); cannot plan it",
-                Differ, FirstDiffer->N->Name, FirstDiffer->N->qualifiedOpType(),
-                FirstDiffer->Modeled ? 1 : 2));
-  if (C1.UnmodeledNodes)
-    Diags.warn(M1->Path, formatv("{0} node(s) cannot be costed and are left out of the "
-                                 "plan (see ridge analyze)",
-                                 C1.UnmodeledNodes));
-  return llvm::Error::success();
-}
-
-void Planner::fitPositions(BatchSide Sides[2]) {
-  std::vector<PhaseCost> F[2] = {std::move(Sides[0].F), std::move(Sides[1].F)};
-  std::vector<PhaseCost> B[2] = {std::move(Sides[0].B), std::move(Sides[1].B)};
-  std::vector<double> S[2] = {std::move(Sides[0].S), std::move(Sides[1].S)};
-  std::vector<double> SS[2] = {std::move(Sides[0].SS), std::move(Sides[1].SS)};
-  std::vector<double> Ck[2] = {std::move(Sides[0].Ck), std::move(Sides[1].Ck)};
-  std::vector<double> Live[2] = {std::move(Sides[0].Live), std::move(Sides[1].Live)};
-  RecomputePlan Full1 = std::move(Sides[0].Full), Sel1 = std::move(Sides[0].Sel);
-  const Graph &G = *M1->Main;
-  size_t N = G.Nodes.size();
-  Pos.resize(N);
-  SavedAff.resize(N);
-  SelAff.resize(N);
-  CkAff.resize(N);
-  Cut.resize(N);
+    CkAff[Full.Cuts[K]] += bytesOf(Full.CutValues[K]);
   for (size_t P = 0; P < N; ++P) {
     Position &X = Pos[P];
     X.N = G.Nodes[P].get();
-    X.Fwd = AffinePhase::fit(F[0][P], F[1][P]);
-    X.Bwd = AffinePhase::fit(B[0][P], B[1][P]);
-    SavedAff[P] = Affine::fit(S[0][P], S[1][P]);
-    SelAff[P] = Affine::fit(SS[0][P], SS[1][P]);
-    CkAff[P] = Affine::fit(Ck[0][P], Ck[1][P]);
-    Cut[P] = Ck[0][P] > 0;
-    if (Sides[0].Gemm[P] && Sides[1].Gemm[P]) {
-      X.Product = true;
-      X.G1 = *Sides[0].Gemm[P];
-      X.G2 = *Sides[1].Gemm[P];
-      X.GradA = Sides[0].GemmGrad[P] & 1;
-      X.GradB = Sides[0].GemmGrad[P] & 2;
-    }
+    Cut[P] = CkAff[P].at(1) > 0;
     X.Type = Cfg.ComputeDType.value_or(DType::Float);
     for (const Value *V : X.N->Outputs)
       if (!Cfg.ComputeDType && V && isFloatingPoint(V->Elem)) {
@@ -285,23 +336,19 @@ void Planner::fitPositions(BatchSide Sides[2]) {
         break;
       }
   }
-  RecFull.assign(N, 0);
-  RecSel.assign(N, 0);
-  for (size_t I = 0; I < C1.Nodes.size(); ++I) {
-    const NodeCost &NC = C1.Nodes[I];
-    const Node *Top = NC.N;
-    while (Top->Parent != &G && Top->Parent->ParentNode)
-      Top = Top->Parent->ParentNode;
-    if (Top->Parent != &G)
-      continue;
-    Pos[Top->Index].NeedsBackward |= NC.NeedsBackward;
-    RecFull[Top->Index] |= Full1.Recomputed[I];
-    RecSel[Top->Index] |= Sel1.Recomputed[I];
-  }
-  LiveBytes.resize(N + 1);
+  // Activation bytes live on each boundary (a tensor computed from a graph
+  // input, between its producer and its last reader; integer activations,
+  // token ids, cross stage boundaries too).
+  std::vector<BatchPoly> Delta(N + 2);
+  forEachActivationRange(G, /*FloatOnly=*/false, [&](const Value *V, long Def, long Last) {
+    BatchPoly B = bytesOf(V);
+    Delta[Def + 1] += B; // live on boundaries Def+1 .. Last
+    Delta[Last + 1] += B * -1.0;
+  });
+  LiveBytes.assign(N + 1, {});
+  BatchPoly Acc;
   for (size_t P = 0; P <= N; ++P)
-    LiveBytes[P] = Affine::fit(Live[0][P], Live[1][P]);
-  InputBytes = Affine::fit(Sides[0].In, Sides[1].In);
+    LiveBytes[P] = Acc += Delta[P];
 }
 
 void Planner::assignParameters() {
@@ -362,9 +409,10 @@ void Planner::findBoundaries() {
 void Planner::classifyPositions() {
   // Positions with equal costs, type and backward flag take equal times at
   // every micro-batch and split: one class each.
+  constexpr size_t PhaseWords = 4 * (BatchPoly::MaxDegree + 1);
   struct Key {
-    std::array<uint64_t, 16> Bits;
-    std::array<double, 10> Gemm; ///< a product's shapes and gradients (else 0)
+    std::array<uint64_t, 2 * PhaseWords> Bits;
+    std::array<double, 4 * (BatchPoly::MaxDegree + 1) + 2> Gemm; ///< a product's dims and gradients (else 0)
     uint8_t Type;
     bool NeedsBackward;
     bool operator==(const Key &O) const {
@@ -387,10 +435,11 @@ void Planner::classifyPositions() {
       return size_t(H);
     }
   };
-  auto Put = [](uint64_t *Out, const AffinePhase &A) {
-    const double V[8] = {A.Flops.A, A.Flops.B, A.Macs.A,  A.Macs.B,
-                         A.Transc.A, A.Transc.B, A.Bytes.A, A.Bytes.B};
-    std::memcpy(Out, V, sizeof(V));
+  auto Put = [](uint64_t *Out, const PolyPhase &A) {
+    for (const BatchPoly *X : {&A.Flops, &A.Macs, &A.Transc, &A.Bytes}) {
+      std::memcpy(Out, X->C.data(), sizeof(X->C));
+      Out += X->C.size();
+    }
   };
   size_t N = Pos.size();
   std::unordered_map<Key, uint32_t, Hash> Classes;
@@ -399,11 +448,16 @@ void Planner::classifyPositions() {
     const Position &X = Pos[P];
     Key Ky;
     Put(Ky.Bits.data(), X.Fwd);
-    Put(Ky.Bits.data() + 8, X.Bwd);
+    Put(Ky.Bits.data() + PhaseWords, X.Bwd);
     Ky.Gemm = {};
-    if (X.Product)
-      Ky.Gemm = {X.G1.Batch, X.G1.M, X.G1.N, X.G1.K, X.G2.Batch,
-                 X.G2.M,     X.G2.N, X.G2.K, double(X.GradA), double(X.GradB)};
+    if (X.Product) {
+      size_t J = 0;
+      for (const BatchPoly &D : X.Gemm)
+        for (double C : D.C)
+          Ky.Gemm[J++] = C;
+      Ky.Gemm[J++] = double(X.GradA);
+      Ky.Gemm[J] = double(X.GradB);
+    }
     Ky.Type = uint8_t(X.Type);
     Ky.NeedsBackward = X.NeedsBackward;
     auto [It, New] = Classes.try_emplace(Ky, uint32_t(ClassRep.size()));
@@ -428,20 +482,15 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
   WBytes = FloatBytes.value_or(4);
   Mixed = WBytes < 4;
   K = Opts.DevicesPerNode ? Opts.DevicesPerNode : std::max(1u, Dev.DevicesPerNode);
-  // The graph and its costs at micro-batch 1 and 2: every plan quantity is
-  // affine in the micro-batch, fitted from the two.
-  BatchSide Sides[2];
+  // The graph once, its costs as polynomials in the micro-batch.
   std::optional<Timing::Scope> Phase(std::in_place, Opts.Timer,
-                                     "plan: load and cost at micro-batch 1 and 2");
-  if (llvm::Error E = loadBothBatches(Load, Sides))
+                                     "plan: load and cost with a symbolic micro-batch");
+  if (llvm::Error E = loadSymbolic(Load))
     return E;
   Phase.emplace(Opts.Timer, "plan: prepare the search");
-  if (llvm::Error E = checkSameGraph(Sides))
-    return E;
-  fitPositions(Sides);
+  sumPositions();
   assignParameters();
   findBoundaries();
-  warnSuperlinear();
   classifyPositions();
   return llvm::Error::success();
 }

@@ -151,15 +151,10 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     const Value *T = Col.Tensor;
     uint32_t &Id = (*CollCostOf)[T][unsigned(Col.Kind)];
     if (Id == UINT32_MAX) {
-      // Its size at micro-batch 2, by Id when it is a main-graph value.
-      double B1 = valueBytes(T, floatBytes(Cfg));
-      double B2 = M1->Main->owns(T) ? Bytes2[T->Id] : B1;
-      Affine Bytes = Affine::fit(B1, B2);
-      uint64_t A, B;
-      std::memcpy(&A, &Bytes.A, sizeof(A));
-      std::memcpy(&B, &Bytes.B, sizeof(B));
+      // Its size as a polynomial in the micro-batch.
+      BatchPoly Bytes = bytesOf(T);
       auto [VIt, VNew] =
-          CollCostIds.try_emplace({unsigned(Col.Kind), A, B}, uint32_t(CollCosts.size()));
+          CollCostIds.try_emplace({unsigned(Col.Kind), Bytes.C}, uint32_t(CollCosts.size()));
       if (VNew)
         CollCosts.push_back({Col.Kind, Bytes});
       Id = VIt->second;

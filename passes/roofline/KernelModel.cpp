@@ -249,37 +249,73 @@ PhaseKernels ridge::productPhase(const GemmShape &S, bool Bwd, bool GradA, bool 
   return Out;
 }
 
-std::optional<GemmShape> ridge::productShape(const Node &N) {
+namespace {
+
+/// productShape's steps over a number type T: Dims(S, I) gives dim I of S
+/// (negative from the back), Full(V) the shape when it has one.
+template <typename T, typename FullFn, typename DimFn>
+std::optional<std::array<T, 4>> productDimsOf(const Node &N, FullFn Full, DimFn Dims) {
   if (!N.Domain.empty() || (N.OpType != "MatMul" && N.OpType != "Gemm"))
     return std::nullopt;
-  auto Known = [](const Value *V) -> const Shape * {
-    return V && V->Shp && V->Shp->isFullyKnown() ? &*V->Shp : nullptr;
-  };
-  const Shape *A = Known(N.input(0)), *B = Known(N.input(1)), *Y = Known(N.output(0));
+  const Shape *A = Full(N.input(0)), *B = Full(N.input(1)), *Y = Full(N.output(0));
   if (!A || !B || !Y || A->rank() == 0 || B->rank() == 0)
     return std::nullopt;
-  GemmShape S;
-  S.K = dim(*A, -1);
-  S.M = A->rank() >= 2 ? dim(*A, -2) : 1;
-  S.N = B->rank() >= 2 ? dim(*B, -1) : 1;
+  T K = Dims(*A, -1);
+  T M = A->rank() >= 2 ? Dims(*A, -2) : T(1);
+  T Nn = B->rank() >= 2 ? Dims(*B, -1) : T(1);
   if (N.OpType == "Gemm") {
     if (N.attrInt("transA", 0))
-      std::swap(S.M, S.K);
+      std::swap(M, K);
     if (N.attrInt("transB", 0))
-      S.N = dim(*B, 0);
+      Nn = Dims(*B, 0);
   }
-  double YElems = 1;
-  for (const Dim &X : Y->Dims)
-    YElems *= double(X.extent());
-  S.Batch = S.M * S.N > 0 ? std::max(1.0, YElems / (S.M * S.N)) : 1;
+  T YElems = 1;
+  for (size_t I = 0; I < Y->rank(); ++I)
+    YElems *= Dims(*Y, int(I));
+  using std::max;
+  T Batch = M * Nn > T(0) ? max(T(1), YElems / (M * Nn)) : T(1);
   // A weight shared by the batch (B of rank 2, as a Linear layer's): one
   // product of the flattened rows, M = batch * M, as torch and ONNX Runtime
   // call it; the weight is read once, not once per batch entry.
   if (B->rank() <= 2 && N.OpType == "MatMul") {
-    S.M *= S.Batch;
-    S.Batch = 1;
+    M *= Batch;
+    Batch = 1;
   }
-  return S;
+  return std::array<T, 4>{Batch, M, Nn, K};
+}
+
+} // namespace
+
+std::optional<GemmShape> ridge::productShape(const Node &N) {
+  auto Known = [](const Value *V) -> const Shape * {
+    return V && V->Shp && V->Shp->isFullyKnown() ? &*V->Shp : nullptr;
+  };
+  auto D = productDimsOf<double>(N, Known, [](const Shape &S, int I) { return dim(S, I); });
+  if (!D)
+    return std::nullopt;
+  return GemmShape{(*D)[0], (*D)[1], (*D)[2], (*D)[3]};
+}
+
+std::optional<std::array<sym::Count, 4>> ridge::productDims(const Node &N) {
+  auto Determined = [](const Value *V) -> const Shape * {
+    if (!V || !V->Shp)
+      return nullptr;
+    for (const Dim &D : V->Shp->Dims)
+      if (!D.isDetermined())
+        return nullptr;
+    return &*V->Shp;
+  };
+  sym::CountScope Scope;
+  auto D = productDimsOf<sym::Count>(N, Determined, [](const Shape &S, int I) {
+    const Dim &X = S.Dims[I < 0 ? S.rank() + I : size_t(I)];
+    return sym::Count::of(X.expr());
+  });
+  if (!D || Scope.failed())
+    return std::nullopt;
+  for (const sym::Count &C : *D)
+    if (C.isUnknown())
+      return std::nullopt;
+  return D;
 }
 
 namespace {

@@ -172,6 +172,10 @@ PhaseKernels productPhase(const GemmShape &S, bool Bwd, bool GradA, bool GradB,
 /// rank <= 2 shared by the batch folds the batch into M); nullopt for
 /// another op or unknown shapes.
 std::optional<GemmShape> productShape(const Node &N);
+/// The same product's dims as counts, formulas when the shapes are
+/// symbolic (the planner's, in the batch symbol); nullopt as productShape,
+/// or when a dim is unknown or the batch has no exact formula.
+std::optional<std::array<sym::Count, 4>> productDims(const Node &N);
 
 /// The kernels of Node N's forward (Bwd = false) or backward phase, with
 /// NC's counts; falls back to one streaming kernel for ops without a rule.
