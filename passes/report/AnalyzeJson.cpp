@@ -1,5 +1,35 @@
-//===- AnalyzeJson.cpp - Reading analyze's JSON document ------------------===//
+//===- AnalyzeJson.cpp - Analyze's JSON document: shared pieces -----------===//
 #include "passes/report/AnalyzeJson.h"
+#include "passes/cost/CostModel.h"
+
+llvm::json::Object ridge::nodeHeaderJson(const NodeCost &NC) {
+  llvm::json::Array Outs;
+  for (const Value *V : NC.N->Outputs)
+    if (V)
+      Outs.push_back(V->typeStr());
+  return llvm::json::Object{{"name", NC.N->Name},
+                            {"op", NC.N->OpType},
+                            {"domain", NC.N->domainName()},
+                            {"graph", NC.N->Parent->Name},
+                            {"outputs", std::move(Outs)},
+                            {"modeled", NC.Modeled},
+                            {"multiplier", NC.Multiplier}};
+}
+
+llvm::json::Array ridge::graphValuesJson(const Model &M, bool Outputs) {
+  llvm::json::Array Out;
+  for (const Value *V : Outputs ? M.Main->Outputs : M.Main->Inputs)
+    if (Outputs || !V->isInitializer())
+      Out.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+  return Out;
+}
+
+llvm::json::Array ridge::unmodeledJson(const CostResult &C) {
+  llvm::json::Array Out;
+  for (const auto &[What, Count] : C.UnmodeledOps)
+    Out.push_back(llvm::json::Object{{"op", What}, {"count", int64_t(Count)}});
+  return Out;
+}
 
 double ridge::jsonNumber(const llvm::json::Object &O, llvm::StringRef Key) {
   const llvm::json::Value *V = O.get(Key);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/report/AnalyzeReport.h"
 #include "passes/report/FormulaReport.h"
+#include "passes/report/AnalyzeJson.h"
 #include "passes/report/Budget.h"
 #include "passes/report/ModelAnnotations.h"
 #include "passes/report/HtmlReport.h"
@@ -204,20 +205,10 @@ llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, cons
                                const FusionResult &F, const InferenceMemoryResult *Inf,
                                AnalysisManager &AM) {
   const Config &Cfg = AM.config();
-  llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs;
+  llvm::json::Array Nodes, Ops;
   GemmMemo Memo;
   for (const NodeCost &NC : C.Nodes) {
-    llvm::json::Array Outs;
-    for (const Value *V : NC.N->Outputs)
-      if (V)
-        Outs.push_back(V->typeStr());
-    llvm::json::Object O{{"name", NC.N->Name},
-                         {"op", NC.N->OpType},
-                         {"domain", NC.N->domainName()},
-                         {"graph", NC.N->Parent->Name},
-                         {"outputs", std::move(Outs)},
-                         {"modeled", NC.Modeled},
-                         {"multiplier", NC.Multiplier}};
+    llvm::json::Object O = nodeHeaderJson(NC);
     if (NC.Modeled) {
       O["fwd_flops"] = NC.Fwd.Flops;
       O["macs"] = NC.Fwd.Macs;
@@ -243,13 +234,6 @@ llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, cons
                                      {"count", int64_t(T.Count)},
                                      {"fwd", phaseJson(T.Fwd)},
                                      {"bwd", phaseJson(T.Bwd)}});
-  for (const auto &[What, Count] : C.UnmodeledOps)
-    Unmodeled.push_back(llvm::json::Object{{"op", What}, {"count", int64_t(Count)}});
-  for (const Value *V : M.Main->Inputs)
-    if (!V->isInitializer())
-      Inputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
-  for (const Value *V : M.Main->Outputs)
-    Outputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
   llvm::json::Object Doc{
       {"schema", "ridge.analyze/1"},
       {"model", M.Path},
@@ -289,8 +273,8 @@ llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, cons
                           {"bytes_after", F.BytesAfter},
                           {"step_seconds_before", F.StepSecondsBefore},
                           {"step_seconds_after", F.StepSecondsAfter}}},
-      {"inputs", std::move(Inputs)},
-      {"outputs", std::move(Outputs)},
+      {"inputs", graphValuesJson(M, /*Outputs=*/false)},
+      {"outputs", graphValuesJson(M, /*Outputs=*/true)},
       {"node_count", int64_t(S.Nodes)},
       {"params", T.Params},
       {"params_from_nodes", C.NodeParams},
@@ -311,7 +295,7 @@ llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, cons
        llvm::json::Object{{"nodes", int64_t(C.ModeledNodes + C.UnmodeledNodes)},
                           {"modeled", int64_t(C.ModeledNodes)},
                           {"flops_share", flopCoverage(C)},
-                          {"unmodeled", std::move(Unmodeled)}}},
+                          {"unmodeled", unmodeledJson(C)}}},
       {"by_op_type", std::move(Ops)},
       {"nodes", std::move(Nodes)},
       {"symbols", symbolsJson(M)},
@@ -646,6 +630,18 @@ llvm::Expected<ReportInputs> reportInputs(AnalysisManager &AM) {
   return In;
 }
 
+/// The formula document of M (C holds formulas).
+llvm::Expected<llvm::json::Value> formulaDocumentOf(Model &M, AnalysisManager &AM,
+                                                    const CostResult &C) {
+  auto S = AM.getResult<GraphSummaryAnalysis>();
+  if (!S)
+    return S.takeError();
+  auto T = AM.getResult<TrainingStepAnalysis>();
+  if (!T)
+    return T.takeError();
+  return formulaDocument(M, *S, C, *T, AM);
+}
+
 /// analyze when the costs are formulas (CostResult::Sym): what needs numbers
 /// (CSV's times, the chart, the page, the annotated model, budgets) is an
 /// error that names the symbols to bind.
@@ -661,16 +657,20 @@ llvm::Error formulaReport(Model &M, AnalysisManager &AM, const CostResult &C) {
     return needsNumbers(M, C, "--annotate");
   if (!Cfg.Budgets.empty())
     return needsNumbers(M, C, "--fail-if");
+  if (Cfg.Format == OutputFormat::Json) {
+    auto Doc = formulaDocumentOf(M, AM, C);
+    if (!Doc)
+      return Doc.takeError();
+    *Cfg.Out << formatv("{0:2}", *Doc) << "\n";
+    return llvm::Error::success();
+  }
   auto S = AM.getResult<GraphSummaryAnalysis>();
   if (!S)
     return S.takeError();
   auto T = AM.getResult<TrainingStepAnalysis>();
   if (!T)
     return T.takeError();
-  if (Cfg.Format == OutputFormat::Json)
-    *Cfg.Out << formatv("{0:2}", formulaDocument(M, *S, C, *T, AM)) << "\n";
-  else
-    printFormulaText(M, *S, C, *T, Cfg);
+  printFormulaText(M, *S, C, *T, Cfg);
   return llvm::Error::success();
 }
 
@@ -680,15 +680,8 @@ llvm::Expected<llvm::json::Value> ridge::analyzeDocument(Model &M, AnalysisManag
   auto C = AM.getResult<CostAnalysis>();
   if (!C)
     return C.takeError();
-  if (C->Sym) {
-    auto S = AM.getResult<GraphSummaryAnalysis>();
-    if (!S)
-      return S.takeError();
-    auto T = AM.getResult<TrainingStepAnalysis>();
-    if (!T)
-      return T.takeError();
-    return formulaDocument(M, *S, *C, *T, AM);
-  }
+  if (C->Sym)
+    return formulaDocumentOf(M, AM, *C);
   auto In = reportInputs(AM);
   if (!In)
     return In.takeError();

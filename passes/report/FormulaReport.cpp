@@ -1,5 +1,6 @@
 //===- FormulaReport.cpp - analyze's report when costs are formulas -------===//
 #include "passes/report/FormulaReport.h"
+#include "passes/report/AnalyzeJson.h"
 #include "analyzer/Format.h"
 #include "devices/Device.h"
 #include "passes/cost/CostModel.h"
@@ -221,19 +222,9 @@ llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResul
                                          AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   std::optional<double> FloatBytes = floatBytes(Cfg);
-  llvm::json::Array Nodes, Ops, Unmodeled, Inputs, Outputs, Needs;
+  llvm::json::Array Nodes, Ops, Needs;
   for (const NodeCost &NC : C.Nodes) {
-    llvm::json::Array Outs;
-    for (const Value *V : NC.N->Outputs)
-      if (V)
-        Outs.push_back(V->typeStr());
-    llvm::json::Object O{{"name", NC.N->Name},
-                         {"op", NC.N->OpType},
-                         {"domain", NC.N->domainName()},
-                         {"graph", NC.N->Parent->Name},
-                         {"outputs", std::move(Outs)},
-                         {"modeled", NC.Modeled},
-                         {"multiplier", NC.Multiplier}};
+    llvm::json::Object O = nodeHeaderJson(NC);
     if (NC.Modeled) {
       PhaseCount F = fwdOf(NC), B = bwdOf(NC);
       O["fwd_flops"] = countJson(F.Flops);
@@ -256,13 +247,6 @@ llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResul
                                      {"count", int64_t(Op.Nodes)},
                                      {"fwd", phaseJson(Op.Fwd)},
                                      {"bwd", phaseJson(Op.Bwd)}});
-  for (const auto &[What, N] : C.UnmodeledOps)
-    Unmodeled.push_back(llvm::json::Object{{"op", What}, {"count", int64_t(N)}});
-  for (const Value *V : M.Main->Inputs)
-    if (!V->isInitializer())
-      Inputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
-  for (const Value *V : M.Main->Outputs)
-    Outputs.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
   for (const std::string &Name : C.freeSymbols())
     Needs.push_back(Name);
   llvm::json::Object Doc{
@@ -281,8 +265,8 @@ llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResul
       {"time", nullptr},
       {"memory_fits", nullptr},
       {"fusion", nullptr},
-      {"inputs", std::move(Inputs)},
-      {"outputs", std::move(Outputs)},
+      {"inputs", graphValuesJson(M, /*Outputs=*/false)},
+      {"outputs", graphValuesJson(M, /*Outputs=*/true)},
       {"node_count", int64_t(S.Nodes)},
       {"params", T.Params},
       {"params_from_nodes", C.NodeParams},
@@ -304,7 +288,7 @@ llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResul
                           {"formulas", int64_t(C.Sym->Nodes)},
                           {"flops_share", C.UnmodeledNodes ? llvm::json::Value(nullptr)
                                                            : llvm::json::Value(1.0)},
-                          {"unmodeled", std::move(Unmodeled)}}},
+                          {"unmodeled", unmodeledJson(C)}}},
       {"by_op_type", std::move(Ops)},
       {"nodes", std::move(Nodes)},
       {"symbols", symbolsJson(M)},

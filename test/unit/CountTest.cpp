@@ -109,6 +109,36 @@ TEST(CountTest, FloorAndEvaluation) {
   EXPECT_EQ(Out.symbols(), std::vector<std::string>{"W"});
 }
 
+// The planner's fast form: formulas in one symbol (degree <= 3) as four
+// coefficients; the same values, text and decisions as the general form,
+// which a second symbol falls back to.
+TEST(CountTest, UnivariateFormMatchesTheGeneralForm) {
+  Count General = (sym("b") * 3 + 1) * (sym("b") - 2) + sym("b") * 0.5;
+  UnivariateScope InB(symbol("b"));
+  Count B = sym("b");
+  ASSERT_TRUE(B.univariate().has_value());
+  Count Fast = (B * 3 + 1) * (B - 2) + B * 0.5;
+  ASSERT_TRUE(Fast.univariate().has_value());
+  EXPECT_EQ((*Fast.univariate())[2], 3);
+  EXPECT_EQ(Fast.str(), General.str());
+  EXPECT_EQ(eval(Fast, {{"b", 7}}), eval(General, {{"b", 7}}));
+  EXPECT_TRUE(Fast == Fast * 1);
+  EXPECT_EQ(((B * B - 1) / (B + 1)).str(), "b - 1"); // exact division
+  {
+    CountScope Scope;
+    EXPECT_TRUE(B * B >= B);
+    EXPECT_FALSE(B - 1 > B);
+    EXPECT_FALSE(Scope.failed());
+  }
+  Count Mixed = B * sym("n") + 1; // another symbol: the general form
+  EXPECT_FALSE(Mixed.univariate().has_value());
+  EXPECT_EQ(Mixed.str(), "b*n + 1");
+  EXPECT_EQ(Mixed.symbols(), (std::vector<std::string>{"b", "n"}));
+  Count Quartic = B * B * B * B; // past degree 3: the general form
+  EXPECT_FALSE(Quartic.univariate().has_value());
+  EXPECT_EQ(Quartic.str(), "b^4");
+}
+
 TEST(CountTest, UndecidedOutsideFormulas) {
   CountScope Scope;
   EXPECT_TRUE(log2(sym("n")).isUnknown());
