@@ -30,10 +30,10 @@ For each model of torchvision.models (classification), .detection, .segmentation
 
 Each model's export and torch count run in a child process with a time limit (--timeout,
 default 300 s), one model at a time. Each model's results are kept in WORK_DIR/results/, and
---resume reuses them (to re-render the report, or to go on after an interruption). The ONNX model-level tests Debian's libonnx-testdata
-installs (pytorch-converted, pytorch-operator, simple; data/real holds only download URLs) are
-analyzed with no flags too, for coverage and free symbols. Progress goes to stderr; the result
-is a Markdown report (--out).
+--resume reuses them (to re-render the report, or to go on after an interruption). The ONNX
+model-level tests Debian's libonnx-testdata installs (pytorch-converted, pytorch-operator,
+simple; data/real holds only download URLs) are analyzed with no flags too, for coverage and
+free symbols. Progress goes to stderr; the result is a Markdown report (--out).
 """
 import argparse
 import collections
@@ -123,20 +123,22 @@ def export_onnx(model, inputs, path, n_outputs, dynamic):
     inames, onames = io_names(inputs, n_outputs)
     axes = {n: {0: "batch"} for n in inames + onames} if dynamic else None
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    for opset in OPSETS:
+
+    def export(opset):
+        with torch.enable_grad():  # as in training: no fused inference-only kernels
+            torch.onnx.export(model, inputs, path, opset_version=opset, input_names=inames,
+                              output_names=onames, dynamic_axes=axes, do_constant_folding=True,
+                              training=torch.onnx.TrainingMode.EVAL)
+        return opset
+
+    for opset in OPSETS[:-1]:
         try:
-            with torch.enable_grad():  # as in training: no fused inference-only kernels
-                torch.onnx.export(model, inputs, path, opset_version=opset,
-                                  input_names=inames, output_names=onames, dynamic_axes=axes,
-                                  do_constant_folding=True,
-                                  training=torch.onnx.TrainingMode.EVAL)
-            return opset
+            return export(opset)
         except torch.onnx.errors.UnsupportedOperatorError:
             raise
         except torch.onnx.errors.OnnxExporterError:
-            if opset == OPSETS[-1]:
-                raise
-    raise AssertionError("unreachable")
+            continue
+    return export(OPSETS[-1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,7 +165,8 @@ def _conv_backward(grad_out, x, w, transposed, output_mask):
     return (bool(output_mask[0]) + bool(output_mask[1])) * _conv(x, w, grad_out, transposed)
 
 
-def _matmul(a, b, out):
+def _matmul(a, out):
+    """matmul / linear: each output element is a dot product over a's last dim."""
     return 2 * math.prod(out) * a[-1]
 
 
@@ -178,10 +181,8 @@ def aten_product_flops(name, args, out):
         return _bmm(shape(args[0]), shape(args[1]))
     if name == "aten.baddbmm":
         return _bmm(shape(args[1]), shape(args[2]))
-    if name == "aten.matmul":
-        return _matmul(shape(args[0]), shape(args[1]), shape(out))
-    if name == "aten.linear":
-        return _matmul(shape(args[0]), shape(args[1]), shape(out))
+    if name in ("aten.matmul", "aten.linear"):
+        return _matmul(shape(args[0]), shape(out))
     if name in ("aten.convolution", "aten._convolution"):
         return _conv(shape(args[0]), shape(args[1]), shape(out), bool(args[6]))
     if name == "aten.convolution_backward":
@@ -318,37 +319,36 @@ def ridge_analyze(ridge, onnx_path, extra=(), timeout=300):
         return {"error": f"ridge timed out after {timeout} s"}
     seconds = round(time.time() - t0, 2)
     try:
-        return summarize_analysis(json.loads(p.stdout), p.returncode, seconds, p.stderr)
+        return summarize_analysis(json.loads(p.stdout), p.returncode, seconds)
     except (ValueError, KeyError, TypeError):
         tail = (p.stderr.strip().splitlines() or ["no JSON document"])[-1]
         return {"error": f"ridge exit {p.returncode}: {tail[:150]}"}
 
 
-def summarize_analysis(doc, rc, seconds, stderr):
+def summarize_analysis(doc, rc, seconds):
     cov = doc["coverage"]
     summary = {
         "rc": rc, "seconds": seconds,
         "nodes": cov["nodes"], "modeled": cov["modeled"],
         "unmodeled": {u["op"]: u["count"] for u in cov["unmodeled"]},
         "free": doc.get("needs_binding", []),
-        "formulas": doc["options"].get("counts") == "formulas",
         "warnings": [w if isinstance(w, str) else json.dumps(w) for w in doc.get("warnings", [])],
-        "stderr": stderr.strip()[-300:],
     }
     summary.update(product_macs(doc["nodes"]))
     return summary
 
 
 def product_macs(nodes):
-    """{fwd_macs, bwd_macs}: sums over the product/conv nodes, None where a count is a formula."""
+    """{fwd_macs, bwd_macs}: sums over the modeled product/conv nodes; "formula" where a count
+    is one (free symbols left)."""
     sums = {"fwd_macs": 0, "bwd_macs": 0}
     for n in nodes:
         if n["op"] not in RIDGE_PRODUCT_OPS or not n["modeled"]:
             continue
         for key, field in (("fwd_macs", "macs"), ("bwd_macs", "bwd_macs")):
             v, k = n[field], n["multiplier"]
-            if sums[key] is None or isinstance(v, str) or isinstance(k, str):
-                sums[key] = None
+            if isinstance(sums[key], str) or isinstance(v, str) or isinstance(k, str):
+                sums[key] = "formula"
             else:
                 sums[key] += v * k
     return sums
@@ -429,12 +429,16 @@ def export_status(result, kind):
     return "not reached" + (f" ({result['worker_error']})" if "worker_error" in result else "")
 
 
+def is_number(v):
+    return isinstance(v, (int, float))
+
+
 def twice(macs):
-    return None if macs is None else 2 * macs
+    return 2 * macs if is_number(macs) else macs
 
 
 def ratio(a, b):
-    if a is None or b is None:
+    if not (is_number(a) and is_number(b)):
         return None
     if b == 0:
         return 1.0 if a == 0 else math.inf
@@ -448,7 +452,7 @@ def fully_modeled(run):
 def cell(v, kind="num"):
     if v is None:
         return "n/a"
-    if kind == "gflop":
+    if kind == "gflop" and is_number(v):
         return f"{v / 1e9:.4f}"
     if kind == "ratio":
         return f"{v:.4f}"
@@ -463,10 +467,12 @@ def coverage_cell(run):
     return f"{run['modeled']}/{run['nodes']}"
 
 
-def free_cell(run):
+def free_cell(run, shown=6):
     if not run or "error" in run:
         return "n/a"
-    return ", ".join(run["free"]) or "none"
+    free = run["free"]
+    more = f" (+{len(free) - shown} more)" if len(free) > shown else ""
+    return ", ".join(free[:shown]) + more or "none"
 
 
 def in_tol(r):
@@ -479,8 +485,8 @@ def summary_lines(rows):
     dyn_ok = sum(r["dynamic_export"].startswith("ok") for r in rows)
     dyn_n = sum(r["dynamic_export"] != "n/a" for r in rows)
     analyzed = [r for r in rows if r["fixed"]]
-    full = [r for r in analyzed if fully_modeled(r["fixed"])
-            and (r["dynamic_export"] == "n/a" or fully_modeled(r["dynamic"]))]
+    full = [r for r in analyzed
+            if all(fully_modeled(run) for run in (r["fixed"], r["dynamic"]) if run)]
     compared = [r for r in rows if r["fwd_ratio"] is not None]
     both = [r for r in rows if r["fwd_ratio"] is not None and r["bwd_ratio"] is not None]
     fwd_in = [r for r in compared if in_tol(r["fwd_ratio"])]
@@ -488,7 +494,7 @@ def summary_lines(rows):
     lines = [
         f"- Models: {n}; exported with fixed shapes: {fixed_ok}; with a dynamic batch: "
         f"{dyn_ok} of {dyn_n} (detection models have no batch axis).",
-        f"- Fully modeled with no flags (every export, every node): {len(full)} of "
+        f"- Fully modeled with no flags (every node of each export ridge got): {len(full)} of "
         f"{len(analyzed)} analyzed.",
         f"- Within {RATIO_TOL:.1%} of torch: forward {len(fwd_in)} of {len(compared)} compared; "
         f"forward and backward {len(both_in)} of {len(both)} compared.",
@@ -516,9 +522,20 @@ def reason_class(op):
     return re.sub(r"\[[^\]]*\]", "[…]", re.sub(r"'[^']*'", "'…'", op))
 
 
+def reason_kind(cls):
+    """Where a reason sits: the op whose own output shape is lost, an op downstream of one
+    (an input of unknown shape), or another reason."""
+    if "(output '…' has unknown shape" in cls:
+        return "shape lost here"
+    if "(input '…' has unknown shape" in cls:
+        return "downstream"
+    return "other"
+
+
 def unmodeled_reasons(rows):
-    """[(reason class, models, nodes, an example)] over every ridge run of every model (nodes:
-    the most any one run of that model left unmodeled), most models first."""
+    """[(reason class, kind, models, nodes, an example)] over every ridge run of every model
+    (nodes: the most any one run of that model left unmodeled): the ops where shapes are lost
+    first, then other reasons, then the ops downstream of a lost shape; most models first."""
     models, nodes, example = collections.Counter(), collections.Counter(), {}
     for r in rows:
         per_model = collections.Counter()
@@ -531,8 +548,9 @@ def unmodeled_reasons(rows):
                 per_model[cls] = max(per_model[cls], count)
         models.update(per_model.keys())
         nodes.update(per_model)
-    order = sorted(models, key=lambda c: (-models[c], -nodes[c], c))
-    return [(c, models[c], nodes[c], example[c]) for c in order]
+    kinds = ("shape lost here", "other", "downstream")
+    order = sorted(models, key=lambda c: (kinds.index(reason_kind(c)), -models[c], -nodes[c], c))
+    return [(c, reason_kind(c), models[c], nodes[c], example[c]) for c in order]
 
 
 def write_report(path, rows, testdata, args):
@@ -550,9 +568,9 @@ def write_report(path, rows, testdata, args):
            "", "## Summary", ""]
     out += summary_lines(rows)
     out += ["", "## Unmodeled ops (over the corpus)", "",
-            "| op (reason) | models | nodes | example |", "|---|---:|---:|---|"]
-    out += [f"| {cell(c)} | {m} | {n} | {cell(ex)} |"
-            for c, m, n, ex in unmodeled_reasons(rows)] or ["| none | | | |"]
+            "| op (reason) | kind | models | nodes | example |", "|---|---|---:|---:|---|"]
+    out += [f"| {cell(c)} | {kind} | {m} | {n} | {cell(ex)} |"
+            for c, kind, m, n, ex in unmodeled_reasons(rows)] or ["| none | | | | |"]
     out += ["", "## Models", "",
             "| model | family | export fixed | export dyn | nodes | modeled fixed | modeled dyn "
             "| free fixed | free dyn | ridge fwd GFLOP | torch fwd GFLOP | fwd ratio "
