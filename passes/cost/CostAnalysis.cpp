@@ -555,8 +555,8 @@ void CostWalker::finish() {
     for (const Value *V : Distinct)
       if (!V->numElements())
         S += valueCount(V, FloatBytes) * Mult[V];
-    R.Sym->Fwd += PhaseCount{R.Fwd.Flops, R.Fwd.Macs, R.Fwd.Transcendentals, R.Fwd.Bytes};
-    R.Sym->Bwd += PhaseCount{R.Bwd.Flops, R.Bwd.Macs, R.Bwd.Transcendentals, R.Bwd.Bytes};
+    R.Sym->Fwd += countsOf(R.Fwd);
+    R.Sym->Bwd += countsOf(R.Bwd);
   }
   for (const auto &[What, Count] : Unmodeled)
     R.UnmodeledOps.emplace_back(What, Count);

@@ -58,6 +58,10 @@ template <typename T> struct PhaseAmounts {
 };
 using PhaseCost = PhaseAmounts<double>;
 using PhaseCount = PhaseAmounts<sym::Count>;
+/// P's numbers as counts.
+inline PhaseCount countsOf(const PhaseCost &P) {
+  return {P.Flops, P.Macs, P.Transcendentals, P.Bytes};
+}
 
 /// A node's counts when they are formulas in free symbols (Config::
 /// SymbolicCosts and a shape that holds a symbol): the whole cost, in place
@@ -106,6 +110,9 @@ struct NodeCost {
   bool IntegerMath = false;
   /// Set when the counts are formulas (see SymbolicCost); null otherwise.
   Boxed<SymbolicCost> Sym;
+  /// A phase's counts: its formulas, or its numbers.
+  PhaseCount fwdCounts() const { return Sym ? Sym->Fwd : countsOf(Fwd); }
+  PhaseCount bwdCounts() const { return Sym ? Sym->Bwd : countsOf(Bwd); }
 };
 
 /// Formula helpers, each with its formula; unit-tested.

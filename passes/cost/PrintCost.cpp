@@ -31,10 +31,6 @@ void printPhases(const PhaseCount &F, const PhaseCount *B, const sym::Count &Sav
      << " saved=" << text(Saved);
 }
 
-PhaseCount counts(const PhaseCost &P) {
-  return {P.Flops, P.Macs, P.Transcendentals, P.Bytes};
-}
-
 } // namespace
 
 llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
@@ -50,16 +46,15 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
       OS << " unmodeled (" << NC.Unmodeled << ")\n";
       continue;
     }
-    PhaseCount F = NC.Sym ? NC.Sym->Fwd : counts(NC.Fwd);
-    PhaseCount B = NC.Sym ? NC.Sym->Bwd : counts(NC.Bwd);
+    PhaseCount F = NC.fwdCounts(), B = NC.bwdCounts();
     printPhases(F, NC.NeedsBackward ? &B : nullptr, nodeSavedCount(NC, *R, FloatBytes), OS);
     if (NC.Multiplier != 1)
       OS << " x" << exactNumber(NC.Multiplier);
     OS << "\n";
   }
   OS << "total:";
-  PhaseCount TF = R->Sym ? R->Sym->Fwd : counts(R->Fwd);
-  PhaseCount TB = R->Sym ? R->Sym->Bwd : counts(R->Bwd);
+  PhaseCount TF = R->Sym ? R->Sym->Fwd : countsOf(R->Fwd);
+  PhaseCount TB = R->Sym ? R->Sym->Bwd : countsOf(R->Bwd);
   printPhases(TF, &TB,
               R->Sym ? R->Sym->SavedActivationBytes : sym::Count(R->SavedActivationBytes), OS);
   OS << "\n";

@@ -258,7 +258,7 @@ private:
   /// boundaries, and the classes of positions with equal costs.
   llvm::Error loadSymbolic(const BatchLoader &Load);
   llvm::Error takePolynomials(const CostResult &Sym);
-  llvm::Error bindMicroBatchOne();
+  void bindMicroBatchOne();
   void sumPositions();
   /// V's bytes as a polynomial in the micro-batch (taken before the bind).
   BatchPoly bytesOf(const Value *V) const;

@@ -37,18 +37,10 @@ std::optional<BatchPoly> batchPoly(const sym::Count &C, llvm::StringRef Batch) {
 /// The main-graph position that holds N (N itself, or the control-flow
 /// node whose body holds it); none for a node outside the main graph's tree.
 std::optional<size_t> positionOf(const Graph &G, const Node *N) {
-  while (N->Parent != &G && N->Parent->ParentNode)
-    N = N->Parent->ParentNode;
-  if (N->Parent != &G)
+  const Node *Top = G.holderOf(N);
+  if (Top->Parent != &G)
     return std::nullopt;
-  return N->Index;
-}
-
-PhaseCount countsOf(const NodeCost &NC, bool Bwd) {
-  if (NC.Sym)
-    return Bwd ? NC.Sym->Bwd : NC.Sym->Fwd;
-  const PhaseCost &P = Bwd ? NC.Bwd : NC.Fwd;
-  return {P.Flops, P.Macs, P.Transcendentals, P.Bytes};
+  return Top->Index;
 }
 
 } // namespace
@@ -103,7 +95,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     if (!P || !SymModeled[I])
       continue;
     for (bool Bwd : {false, true}) {
-      PhaseCount C = countsOf(NC, Bwd);
+      PhaseCount C = Bwd ? NC.bwdCounts() : NC.fwdCounts();
       PolyPhase X;
       if (llvm::Error E = Poly(*NC.N, C.Flops, X.Flops))
         return E;
@@ -170,7 +162,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
   return llvm::Error::success();
 }
 
-llvm::Error Planner::bindMicroBatchOne() {
+void Planner::bindMicroBatchOne() {
   // The batch bound to 1 in every shape (and in the data-dependent
   // symbols' bounds): the graph the search's structure is taken from, as
   // loading it at micro-batch 1 gives.
@@ -199,7 +191,6 @@ llvm::Error Planner::bindMicroBatchOne() {
     if (D.Bound)
       D.Bound = sym::substitute(D.Bound, One);
   M1->DimBindings[Name] = 1;
-  return llvm::Error::success();
 }
 
 llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
@@ -234,8 +225,7 @@ llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
     if (llvm::Error E = takePolynomials(*C))
       return E;
   }
-  if (llvm::Error E = bindMicroBatchOne())
-    return E;
+  bindMicroBatchOne();
   {
     AnalysisManager AM(*M1, Cfg, Diags, T);
     auto C = AM.getResult<CostAnalysis>();

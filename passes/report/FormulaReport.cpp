@@ -76,9 +76,6 @@ void ridge::printDataSymbols(const Model &M, llvm::raw_ostream &OS) {
 
 namespace {
 
-PhaseCount counts(const PhaseCost &P) { return {P.Flops, P.Macs, P.Transcendentals, P.Bytes}; }
-PhaseCount fwdOf(const NodeCost &NC) { return NC.Sym ? NC.Sym->Fwd : counts(NC.Fwd); }
-PhaseCount bwdOf(const NodeCost &NC) { return NC.Sym ? NC.Sym->Bwd : counts(NC.Bwd); }
 
 /// A count in text: a number with its SI prefix, a formula as it is.
 std::string countText(const Count &C, const char *Unit) {
@@ -115,8 +112,8 @@ std::vector<OpFormulas> byOpType(const CostResult &C) {
     OpFormulas &T = M[NC.N->qualifiedOpType()];
     T.Op = NC.N->qualifiedOpType();
     ++T.Nodes;
-    T.Fwd += fwdOf(NC) * NC.Multiplier;
-    T.Bwd += bwdOf(NC) * NC.Multiplier;
+    T.Fwd += NC.fwdCounts() * NC.Multiplier;
+    T.Bwd += NC.bwdCounts() * NC.Multiplier;
   }
   std::vector<OpFormulas> V;
   for (auto &[K, T] : M)
@@ -196,7 +193,7 @@ void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const 
   OS << "\ntotals:\n";
   for (auto [Name, P] : {std::pair<const char *, PhaseCount>{"forward", C.Sym->Fwd},
                          {"backward", C.Sym->Bwd},
-                         {"optimizer", counts(T.Optimizer)}})
+                         {"optimizer", countsOf(T.Optimizer)}})
     OS << formatv("  {0,-10} {1}, {2}, {3}, {4}\n", Name, countText(P.Flops, "FLOP"),
                   countText(P.Macs, "MAC"), countText(P.Transcendentals, "transc"),
                   countText(P.Bytes, "B"));
@@ -226,7 +223,7 @@ llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResul
   for (const NodeCost &NC : C.Nodes) {
     llvm::json::Object O = nodeHeaderJson(NC);
     if (NC.Modeled) {
-      PhaseCount F = fwdOf(NC), B = bwdOf(NC);
+      PhaseCount F = NC.fwdCounts(), B = NC.bwdCounts();
       O["fwd_flops"] = countJson(F.Flops);
       O["macs"] = countJson(F.Macs);
       O["transcendentals"] = countJson(F.Transcendentals);
@@ -273,7 +270,7 @@ llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResul
       {"totals",
        llvm::json::Object{{"fwd", phaseJson(C.Sym->Fwd)},
                           {"bwd", phaseJson(C.Sym->Bwd)},
-                          {"optimizer", phaseJson(counts(T.Optimizer))},
+                          {"optimizer", phaseJson(countsOf(T.Optimizer))},
                           {"recompute_flops", 0},
                           {"step_flops", countJson(stepFlops(C, T))}}},
       {"memory", llvm::json::Object{{"weights", T.WeightBytes},
