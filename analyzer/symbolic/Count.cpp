@@ -485,6 +485,14 @@ Count sym::log2(const Count &A) {
   return Count::undecided("log2(" + A.str() + ") is not a polynomial in the symbols");
 }
 
+Count sym::ceilLog2(const Count &A) {
+  if (A.isNumber())
+    return A.number() <= 1 ? 0.0 : std::ceil(std::log2(A.number()));
+  if (A.isUnknown() || A.denominator() != 1)
+    return Count::undecided("ceil(log2(" + A.str() + ")) of a fraction");
+  return Count::of(sym::ceilLog2(A.numerator()));
+}
+
 Count sym::pow(const Count &A, unsigned N) {
   Count R = 1;
   for (unsigned I = 0; I < N; ++I)

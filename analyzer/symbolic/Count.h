@@ -170,6 +170,9 @@ Count floorDiv(const Count &A, int64_t B);
 Count ceilDiv(const Count &A, int64_t B);
 /// log2(A) for a number; undecided for a formula.
 Count log2(const Count &A);
+/// ceil(log2(A)) (0 where A <= 1): a number, or the atom of an integer
+/// formula; undecided for a fraction.
+Count ceilLog2(const Count &A);
 /// A^N for a number or a formula and a non-negative integer N.
 Count pow(const Count &A, unsigned N);
 

@@ -89,6 +89,8 @@ private:
       return E.A->nonNegative() && E.B->nonNegative();
     case Expr::Kind::Max:
       return E.A->nonNegative() || E.B->nonNegative();
+    case Expr::Kind::CeilLog2:
+      return true;
     }
     return false;
   }
@@ -429,6 +431,11 @@ void Expr::print(llvm::raw_ostream &OS) const {
     B->print(OS);
     OS << ')';
     return;
+  case Kind::CeilLog2:
+    OS << "ceil(log2(";
+    A->print(OS);
+    OS << "))";
+    return;
   case Kind::Poly:
     break;
   }
@@ -479,7 +486,7 @@ int sym::compareAtoms(ExprRef A, ExprRef B) {
     return A->name().compare(B->name());
   if (int C = compareExpr(A->lhs(), B->lhs()))
     return C;
-  return compareExpr(A->rhs(), B->rhs());
+  return A->rhs() ? compareExpr(A->rhs(), B->rhs()) : 0; // (kinds equal: both unary)
 }
 
 ExprRef sym::constant(int64_t C) {
@@ -659,6 +666,18 @@ static ExprRef minMax(Expr::Kind K, ExprRef A, ExprRef B) {
 ExprRef sym::min(ExprRef A, ExprRef B) { return minMax(Expr::Kind::Min, A, B); }
 ExprRef sym::max(ExprRef A, ExprRef B) { return minMax(Expr::Kind::Max, A, B); }
 
+int64_t sym::ceilLog2Int(int64_t A) {
+  return A <= 1 ? 0 : 64 - __builtin_clzll(uint64_t(A - 1));
+}
+
+ExprRef sym::ceilLog2(ExprRef A) {
+  if (!A)
+    return nullptr;
+  if (std::optional<int64_t> C = A->constant())
+    return constant(ceilLog2Int(*C));
+  return makeAtom(Expr::Kind::CeilLog2, A, nullptr);
+}
+
 //===----------------------------------------------------------------------===//
 // Reading
 //===----------------------------------------------------------------------===//
@@ -675,7 +694,8 @@ static void collectSymbols(ExprRef E, std::vector<std::string> &Out) {
     return;
   default:
     collectSymbols(E->lhs(), Out);
-    collectSymbols(E->rhs(), Out);
+    if (E->rhs())
+      collectSymbols(E->rhs(), Out);
   }
 }
 
@@ -717,8 +737,8 @@ struct Evaluator {
     default:
       break;
     }
-    int64_t A, B;
-    if (!eval(E->lhs(), A) || !eval(E->rhs(), B))
+    int64_t A, B = 0;
+    if (!eval(E->lhs(), A) || (E->rhs() && !eval(E->rhs(), B)))
       return false;
     switch (E->kind()) {
     case Expr::Kind::FloorDiv:
@@ -731,6 +751,9 @@ struct Evaluator {
       return true;
     case Expr::Kind::Min:
       Out = std::min(A, B);
+      return true;
+    case Expr::Kind::CeilLog2:
+      Out = ceilLog2Int(A);
       return true;
     default:
       Out = std::max(A, B);
@@ -803,6 +826,8 @@ ExprRef sym::substitute(ExprRef E, const ExprBinding &Bind) {
     return min(substitute(E->lhs(), Bind), substitute(E->rhs(), Bind));
   case Expr::Kind::Max:
     return max(substitute(E->lhs(), Bind), substitute(E->rhs(), Bind));
+  case Expr::Kind::CeilLog2:
+    return ceilLog2(substitute(E->lhs(), Bind));
   }
   return nullptr;
 }
@@ -953,6 +978,12 @@ private:
         !(peek().K == Token::Punct && peek().Text == "("))
       return symbol(F);
     ++Pos; // '('
+    if (F == "ceil" && peek().K == Token::Name && peek().Value != 1 && peek().Text == "log2" &&
+        Toks[Pos + 1].K == Token::Punct && Toks[Pos + 1].Text == "(") {
+      Pos += 2; // log2 (
+      ExprRef A = sum();
+      return A && expect(")") && expect(")") ? ceilLog2(A) : nullptr;
+    }
     if (F == "floor" || F == "ceil") {
       ExprRef A = product1();
       if (!A || !expect("/"))

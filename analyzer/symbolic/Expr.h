@@ -65,7 +65,7 @@ struct Term {
 
 class Expr {
 public:
-  enum class Kind : uint8_t { Poly, Symbol, FloorDiv, Mod, Min, Max };
+  enum class Kind : uint8_t { Poly, Symbol, FloorDiv, Mod, Min, Max, CeilLog2 };
 
   Kind kind() const { return K; }
   bool isAtom() const { return K != Kind::Poly; }
@@ -73,7 +73,8 @@ public:
   llvm::ArrayRef<Term> terms() const { return Terms; }
   /// Symbol: its name.
   llvm::StringRef name() const { return Name; }
-  /// FloorDiv, Mod, Min, Max: the operands.
+  /// FloorDiv, Mod, Min, Max: the operands; CeilLog2: lhs() alone (rhs()
+  /// is nullptr).
   ExprRef lhs() const { return A; }
   ExprRef rhs() const { return B; }
 
@@ -125,6 +126,11 @@ ExprRef ceilDiv(ExprRef A, ExprRef B);
 ExprRef mod(ExprRef A, ExprRef B);
 ExprRef min(ExprRef A, ExprRef B);
 ExprRef max(ExprRef A, ExprRef B);
+/// ceil(log2(A)), 0 where A <= 1: the depth of a heap or a tree of A (TopK's
+/// comparisons per element, a tree reduction's steps).
+ExprRef ceilLog2(ExprRef A);
+/// The same on a number.
+int64_t ceilLog2Int(int64_t A);
 
 /// A <= B for every binding (each symbol >= 1), when that can be shown:
 /// B - A is a constant >= 0, or every term of it, once each symbol s is
@@ -156,7 +162,7 @@ ExprRef substitute(ExprRef E, const ExprBinding &Bind);
 /// Parses the syntax str() prints: integers, symbol names (double-quoted
 /// when not identifiers: "p2o.DynamicDimension.0"), + - *, ^ with an
 /// integer exponent, parentheses, floor(a/b), ceil(a/b), mod(a,b), min(a,b),
-/// max(a,b), and / for exact or floor division.
+/// max(a,b), ceil(log2(a)), and / for exact or floor division.
 llvm::Expected<ExprRef> parse(llvm::StringRef Text);
 
 /// Canonical order of atoms (by kind, then name or operands): what printing

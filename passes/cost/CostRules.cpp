@@ -969,8 +969,7 @@ void topK(const CostContext &C, RuleCost &Out) {
     Axis += X.rank();
   Count K = Axis >= 0 && Axis < int64_t(Y.rank()) ? dimCount(Y.Dims[Axis])
                                                   : outElems(C) / max(1.0, N);
-  Out.Fwd.Flops = K.isNumber() ? N * std::ceil(std::log2(K.number() + 1))
-                              : N * Count::undecided("TopK's ceil(log2(k + 1)) of a symbolic k");
+  Out.Fwd.Flops = N * ceilLog2(K + 1);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
     return;

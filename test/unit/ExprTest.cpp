@@ -141,6 +141,32 @@ TEST(ExprTest, MinMaxDecideOnlyWhatIsProvable) {
   EXPECT_EQ(eval(max(N, M), {{"n", 3}, {"m", 9}}), 9);
 }
 
+TEST(ExprTest, CeilLog2IsAnIntegerAtom) {
+  ExprRef K = symbol("k");
+  // Constants fold: ceil(log2(x)) is 0 at x <= 1, then the bits of x - 1.
+  EXPECT_EQ(ceilLog2(constant(1)), constant(0));
+  EXPECT_EQ(ceilLog2(constant(2)), constant(1));
+  EXPECT_EQ(ceilLog2(constant(6)), constant(3));
+  EXPECT_EQ(ceilLog2(constant(1024)), constant(10));
+  EXPECT_EQ(ceilLog2(constant(1025)), constant(11));
+  EXPECT_EQ(ceilLog2Int(0), 0);
+  EXPECT_EQ(ceilLog2Int(INT64_MAX), 63);
+  // A symbol's stays an atom, interned, non-negative, printed and parsed.
+  ExprRef L = ceilLog2(add(K, constant(1)));
+  EXPECT_EQ(L, ceilLog2(add(constant(1), K)));
+  EXPECT_EQ(S(L), "ceil(log2(k + 1))");
+  EXPECT_EQ(P("ceil(log2(k + 1))"), L);
+  EXPECT_TRUE(L->nonNegative());
+  EXPECT_NE(L, ceilLog2(K));
+  EXPECT_EQ(symbols(mul(L, symbol("n"))), (std::vector<std::string>{"k", "n"}));
+  // Evaluation after binding and substitution (k = 5: log2(6) = 2.58 -> 3).
+  EXPECT_EQ(eval(mul(L, constant(100)), {{"k", 5}}), 300);
+  EXPECT_EQ(substitute(L, bind({{"k", 7}})), constant(3));
+  // "log2" alone is a name, not a function: only ceil(log2(.)) is an integer.
+  EXPECT_EQ(P("log2"), symbol("log2"));
+  EXPECT_FALSE(bool(parse("ceil(log2(k)")) ? true : false);
+}
+
 TEST(ExprTest, NoFalseEqualities) {
   ExprRef A = symbol("a"), B = symbol("b");
   EXPECT_NE(A, B);
@@ -210,7 +236,8 @@ TEST(ExprTest, UntrustedNamesAreQuotedAndEscaped) {
 TEST(ExprTest, PrintParsesBack) {
   for (const char *T : {"24*L*b*h^2*s + 4*b*s", "floor((W + 1)/2) - 1", "2*mod(n, 2)",
                         "min(m, n) + max(a, 3*b)", "-n + 3", "floor(seq/2)",
-                        "2*\"p2o.DynamicDimension.0\"", "floor((a*b + 1)/c)"}) {
+                        "2*\"p2o.DynamicDimension.0\"", "floor((a*b + 1)/c)",
+                        "3*ceil(log2(min(k, 300) + 1))"}) {
     ExprRef E = P(T);
     EXPECT_EQ(S(E), T);
     EXPECT_EQ(P(S(E)), E) << T;
