@@ -716,7 +716,9 @@ static int runModelCommand(const Device *Dev) {
   // analyze and run print what they can as formulas when dims stay free;
   // diff and plan compare and time numbers.
   C->SymbolicCosts = (AnalyzeCmd || RunCmd) && !C->Inference;
-  LO->SymbolicShapesCosted = C->SymbolicCosts;
+  // print shows symbolic dims as they are: only what no formula gives is
+  // unknown there.
+  LO->SymbolicShapesCosted = C->SymbolicCosts || PrintCmd;
   if (PlanCmd && C->Inference)
     return runInferencePlan(*LO, *C, Diags, Out);
   if (PlanCmd)

@@ -38,8 +38,8 @@ void ruleNot(Ctx &C) {
   }
 }
 
-/// Neg, Abs, Floor, Ceil, Round, Sqrt: shape as input 0; values of known
-/// elements.
+/// Neg, Abs, Floor, Ceil, Round, Sqrt, Relu, Sign, and (floats) Reciprocal,
+/// Exp, Log: shape as input 0; values of known elements.
 void ruleUnaryMath(Ctx &C) {
   C.copy(0, 0);
   StringRef Op = C.N.OpType;
@@ -54,6 +54,10 @@ void ruleUnaryMath(Ctx &C) {
       else if (Op == "Round") X = std::nearbyint(X);
       else if (Op == "Sqrt") X = std::sqrt(X);
       else if (Op == "Relu") X = std::max(X, 0.0);
+      else if (Op == "Reciprocal") X = 1.0 / X;
+      else if (Op == "Exp") X = std::exp(X);
+      else if (Op == "Log") X = std::log(X);
+      else if (Op == "Sign") X = X > 0 ? 1.0 : X < 0 ? -1.0 : 0.0;
       else return;
     }
     C.setFloats(0, F);
@@ -70,6 +74,7 @@ void ruleUnaryMath(Ctx &C) {
     if (Op == "Neg") X.V = -X.V;
     else if (Op == "Abs") X.V = std::abs(X.V);
     else if (Op == "Relu") X.V = std::max<int64_t>(X.V, 0);
+    else if (Op == "Sign") X.V = X.V > 0 ? 1 : X.V < 0 ? -1 : 0;
     else if (Op != "Floor" && Op != "Ceil" && Op != "Round") return;
   }
   C.setVals(0, V);

@@ -5,6 +5,18 @@
 
 namespace ridge::shapes {
 
+/// floor(D * Scale) for a symbolic D where it has an exact form: an integer
+/// scale multiplies, a scale of 1/2^k is floor(D / 2^k) (exact in float for
+/// the dims a float holds exactly, as ONNX's reference computes it).
+static Dim scaleSymbolic(const Dim &D, double Scale) {
+  if (Scale >= 1 && Scale <= 1024 && Scale == std::floor(Scale))
+    return mulDim(D, int64_t(Scale));
+  for (int64_t K = 2; K <= 1024; K *= 2)
+    if (Scale * double(K) == 1.0)
+      return D.isDetermined() ? Dim::of(sym::floorDiv(D.expr(), sym::constant(K))) : Dim{};
+  return Dim{};
+}
+
 /// Resize and Upsample: output dims from sizes, else floor(dim * scale).
 void ruleResize(Ctx &C) {
   DType T = C.elem(0);
@@ -73,7 +85,7 @@ void ruleResize(Ctx &C) {
                               ? Dim::known(int64_t(F)) : Dim{};
     }
     else
-      Out.Dims[Axes[I]] = Scales[I] == 1.0 ? D : Dim{};
+      Out.Dims[Axes[I]] = scaleSymbolic(D, Scales[I]);
   }
   C.set(0, T, Out);
 }

@@ -65,6 +65,13 @@ void ruleReshape(Ctx &C) {
       Out.Dims.push_back(D);
     }
   }
+  // One element computed at run time: whether it is -1, 0 (copy) or a
+  // positive extent, the element count fixes it as -1 would.
+  if (NegIdx < 0 && !AllowZero) {
+    auto Unknown = [](const IV &V) { return !V.Known && !V.E; };
+    if (llvm::count_if(Target, Unknown) == 1)
+      NegIdx = llvm::find_if(Target, Unknown) - Target.begin();
+  }
   if (NegIdx >= 0 && X)
     Out.Dims[NegIdx] = resolveInferredDim(*X, Out, NegIdx);
   // Element counts must agree when both are known.
@@ -270,48 +277,41 @@ void ruleConcat(Ctx &C) {
     }
     Along.push_back(S->Dims[Axis]);
   }
+  // The sum along the axis, as an expression when dims are symbolic
+  // (two [batch, ...] inputs give 2*batch).
   Dim Sum = Dim::known(0);
-  if (!AllKnownRank) {
+  if (!AllKnownRank)
     Sum = Dim{};
-  } else {
-    // Sum of known dims; one symbolic dim plus zeros stays that symbol.
-    int64_t Total = 0;
-    const Dim *Sole = nullptr;
-    unsigned NonKnown = 0;
-    for (const Dim &D : Along) {
-      if (D.isKnown()) {
-        if (!addOk(Total, D.extent(), Total))
-          return C.setType(0, T);
-      } else {
-        ++NonKnown;
-        Sole = &D;
-      }
-    }
-    Sum = !NonKnown ? Dim::known(Total)
-                    : NonKnown == 1 && Total == 0 ? *Sole : Dim{};
-  }
+  for (const Dim &D : Along)
+    Sum = addDims(Sum, D);
+  if (DimOverflow)
+    return C.setType(0, T);
   Out.Dims[Axis] = Sum;
   C.set(0, T, Out);
   if (Out.rank() != 1)
     return concatShapedValues(C, Axis);
+  // Known elements stay known beside inputs with no value (a shape whose
+  // spatial dims are computed at run time: [1, 3, ?, ?]).
   IVec All;
   FVec AllF;
-  bool Ints = true, Floats = true;
+  bool Ints = true, Floats = true, AnyVals = false;
   for (unsigned I = 0; I < C.N.Inputs.size(); ++I) {
     if (!C.has(I))
       continue;
     IVec V;
     FVec F;
-    if (Ints && C.vals(I, V))
+    if (Ints && C.valsOrUnknown(I, V)) {
+      AnyVals |= llvm::any_of(V, [](const IV &X) { return X.Known || X.E; });
       All.append(V.begin(), V.end());
-    else
+    } else {
       Ints = false;
+    }
     if (Floats && C.Inf.FVals.count(C.in(I)) && C.floats(I, F))
       AllF.append(F.begin(), F.end());
     else
       Floats = false;
   }
-  if (Ints)
+  if (Ints && AnyVals)
     C.setVals(0, All);
   if (Floats)
     C.setFloats(0, AllF);
@@ -632,31 +632,58 @@ void ruleExpand(Ctx &C) {
   }
 }
 
+/// The value of a tiled integer tensor of known dims and repeats: output
+/// element K reads input element (K's index mod the input dims).
+static void tileValues(Ctx &C, ArrayRef<IV> Rep) {
+  IVec V;
+  SmallVector<int64_t, 4> D;
+  Value *Out = C.out(0);
+  SmallVector<int64_t, 4> OutDims;
+  if (!shapedVals(C, 0, V, D) || !Out || !knownDims(Out->Shp ? &*Out->Shp : nullptr, OutDims) ||
+      OutDims.size() != D.size())
+    return;
+  size_t N = 1;
+  for (int64_t X : OutDims)
+    N *= size_t(X);
+  if (N > MaxValueElems)
+    return;
+  IVec Res(N);
+  for (size_t K = 0; K < N; ++K) {
+    size_t Rem = K, Src = 0, Stride = 1;
+    for (size_t I = D.size(); I-- > 0;) {
+      size_t Idx = Rem % size_t(OutDims[I]);
+      Rem /= size_t(OutDims[I]);
+      Src += (Idx % size_t(D[I])) * Stride;
+      Stride *= size_t(D[I]);
+    }
+    Res[K] = V[Src];
+  }
+  C.setVals(0, Res);
+}
+
+/// Tile: dim I times repeats[I], each a number or an expression (a batch
+/// repeated: [batch, 1, 1, 1]); values of small integer tensors tiled.
 void ruleTile(Ctx &C) {
   DType T = C.elem(0);
   const Shape *X = C.shape(0);
   if (!X)
     return C.setType(0, T);
-  SmallVector<int64_t, 4> Rep;
-  if (!C.ints(1, Rep)) {
-    if (C.N.OpType == "Tile" && X)
-      C.setRank(0, T, X->rank());
+  IVec Rep;
+  if (!C.valsOrUnknown(1, Rep)) {
+    C.setRank(0, T, X->rank());
     return;
   }
   if (Rep.size() != X->rank())
     return C.setType(0, T);
   Shape Out = *X;
   for (size_t I = 0; I < Rep.size(); ++I) {
-    if (Rep[I] < 0)
-      return C.setType(0, T);
-    const Dim &D = X->Dims[I];
-    int64_t P;
-    if (D.isKnown())
-      Out.Dims[I] = mulOk(D.extent(), Rep[I], P) ? Dim::known(P) : Dim{};
-    else
-      Out.Dims[I] = Rep[I] == 1 ? D : Rep[I] == 0 ? Dim::known(0) : Dim{};
+    Dim R;
+    if (!Rep[I].toDim(R))
+      return C.setType(0, T); // a negative repeat
+    Out.Dims[I] = productDim({X->Dims[I], R});
   }
   C.set(0, T, Out);
+  tileValues(C, Rep);
 }
 
 void rulePad(Ctx &C) {

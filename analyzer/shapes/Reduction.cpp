@@ -81,15 +81,25 @@ void ruleReduce(Ctx &C) {
     return;
   }
   reduceTo(C, 0, T, *X, Axes, KeepDims);
-  // Values of a reduced 1-D shape vector (numel = ReduceProd(Shape(x))).
-  IVec V;
-  if (X->rank() != 1 || !C.vals(0, V) || V.empty())
-    return;
+  // Values of a reduced 1-D vector (numel = ReduceProd(Shape(x)); the max of
+  // a float constant that sizes a pad).
   BinOp Op = llvm::StringSwitch<BinOp>(C.N.OpType)
                  .Case("ReduceProd", BinOp::Mul).Case("ReduceSum", BinOp::Add)
                  .Case("ReduceMax", BinOp::Max).Case("ReduceMin", BinOp::Min)
                  .Default(BinOp::None);
-  if (Op == BinOp::None)
+  if (X->rank() > 1 || Op == BinOp::None)
+    return;
+  FVec F;
+  if (C.Inf.FVals.count(C.in(0)) && C.floats(0, F) && !F.empty()) {
+    double Acc = F[0];
+    for (size_t I = 1; I < F.size(); ++I)
+      if (!evalFloat(Op, Acc, F[I], Acc))
+        return;
+    C.setFloats(0, {Acc});
+    return;
+  }
+  IVec V;
+  if (!C.vals(0, V) || V.empty())
     return;
   IV Acc = V[0];
   for (size_t I = 1; I < V.size(); ++I)

@@ -27,6 +27,9 @@ using llvm::StringRef;
 
 /// Values (integer tensors) followed element by element: IR.h's bound.
 constexpr size_t MaxValueElems = MaxIntValueElems;
+/// Vectors of unknown elements made up to join known ones (a shape with
+/// some dims computed at run time): shape vectors are short.
+constexpr size_t MaxPartialElems = 16;
 
 constexpr int64_t I64Min = std::numeric_limits<int64_t>::min();
 using i128 = __int128;
@@ -262,6 +265,21 @@ public:
       return true;
     }
     return false;
+  }
+  /// Input I's elements as vals() gives them, or, for an integer vector of
+  /// known length up to MaxPartialElems with no value, that many unknown
+  /// elements: a Concat of [1, 3] and an unknown pair is [1, 3, ?, ?].
+  bool valsOrUnknown(unsigned I, IVec &Out) const {
+    if (vals(I, Out))
+      return true;
+    const Shape *S = shape(I);
+    if (!S || S->rank() > 1 || !(isIntType(elem(I)) || elem(I) == DType::Bool))
+      return false;
+    int64_t Len = S->rank() == 0 ? 1 : S->Dims[0].isKnown() ? S->Dims[0].extent() : -1;
+    if (Len < 0 || Len > int64_t(MaxPartialElems))
+      return false;
+    Out.assign(size_t(Len), IV{});
+    return true;
   }
   /// Input I's value when every element is known.
   bool ints(unsigned I, SmallVectorImpl<int64_t> &Out) const {

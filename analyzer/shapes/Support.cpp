@@ -305,6 +305,10 @@ IV evalSymbolic(BinOp Op, const IV &A, const IV &B, bool FMod) {
       return IV::known(1);
     if (sym::ExprRef D = sym::sub(X, Y); D && D->isConstant())
       return IV::known(0); // a non-zero constant apart
+    // Provably ordered (batch against -1: every symbol is >= 1).
+    if (sym::provablyLE(sym::add(X, sym::constant(1)), Y) ||
+        sym::provablyLE(sym::add(Y, sym::constant(1)), X))
+      return IV::known(0);
     return IV{};
   case BinOp::Less:
   case BinOp::GreaterEq: {
