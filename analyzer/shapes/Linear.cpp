@@ -55,6 +55,74 @@ void ruleGemm(Ctx &C) {
   C.setDims(0, T, {A->Dims[TA ? 1 : 0], B->Dims[TB ? 0 : 1]});
 }
 
+/// Einsum of integer constants (no ellipsis): every assignment of the
+/// letters, each operand's element multiplied, summed into the output's.
+static void einsumValues(Ctx &C, ArrayRef<StringRef> Terms, StringRef Rhs, bool Explicit) {
+  SmallVector<IVec, 2> Vals(Terms.size());
+  SmallVector<SmallVector<int64_t, 4>, 2> Dims(Terms.size());
+  int64_t Extent[128];
+  std::fill(std::begin(Extent), std::end(Extent), -1);
+  unsigned Uses[128] = {0};
+  for (size_t I = 0; I < Terms.size(); ++I) {
+    if (!shapedVals(C, I, Vals[I], Dims[I]) || Dims[I].size() != Terms[I].size())
+      return;
+    for (size_t P = 0; P < Terms[I].size(); ++P) {
+      unsigned char Ch = Terms[I][P];
+      int64_t D = Dims[I][P];
+      if (Extent[Ch] < 0 || Extent[Ch] == 1)
+        Extent[Ch] = D;
+      else if (D != 1 && D != Extent[Ch])
+        return;
+      ++Uses[Ch];
+    }
+  }
+  std::string OutLetters;
+  if (Explicit)
+    OutLetters = Rhs.str();
+  else
+    for (unsigned Ch = 0; Ch < 128; ++Ch)
+      if (Uses[Ch] == 1)
+        OutLetters += char(Ch);
+  SmallVector<unsigned char, 8> All;
+  for (unsigned Ch = 0; Ch < 128; ++Ch)
+    if (Uses[Ch])
+      All.push_back(Ch);
+  size_t Work = 1, N = 1;
+  for (unsigned char Ch : All)
+    if (__builtin_mul_overflow(Work, size_t(Extent[Ch]), &Work) || Work > (size_t(1) << 20))
+      return;
+  SmallVector<int64_t, 4> OD;
+  for (char Ch : OutLetters)
+    OD.push_back(Extent[(unsigned char)Ch]);
+  for (int64_t D : OD)
+    N *= size_t(D);
+  if (N > MaxValueElems || !Work)
+    return;
+  IVec Res(N, IV::known(0));
+  int64_t At[128] = {0};
+  SmallVector<int64_t, 4> Idx;
+  for (size_t W = 0; W < Work; ++W) {
+    size_t Rem = W;
+    for (size_t L = All.size(); L-- > 0;) {
+      At[All[L]] = int64_t(Rem % size_t(Extent[All[L]]));
+      Rem /= size_t(Extent[All[L]]);
+    }
+    IV Prod = IV::known(1);
+    for (size_t I = 0; I < Terms.size(); ++I) {
+      Idx.clear();
+      for (size_t P = 0; P < Terms[I].size(); ++P)
+        Idx.push_back(Dims[I][P] == 1 ? 0 : At[(unsigned char)Terms[I][P]]);
+      Prod = evalInt(BinOp::Mul, Prod, Vals[I][ravel(Idx, Dims[I])], false);
+    }
+    Idx.clear();
+    for (char Ch : OutLetters)
+      Idx.push_back(At[(unsigned char)Ch]);
+    IV &Dst = Res[ravel(Idx, OD)];
+    Dst = evalInt(BinOp::Add, Dst, Prod, false);
+  }
+  C.setVals(0, Res);
+}
+
 void ruleEinsum(Ctx &C) {
   DType T = C.elem(0);
   C.setType(0, T);
@@ -134,6 +202,8 @@ void ruleEinsum(Ctx &C) {
         Out.Dims.push_back(Letter[Ch]);
   }
   C.set(0, T, Out);
+  if (!AnyEll)
+    einsumValues(C, Terms, Explicit ? Rhs : StringRef(), Explicit);
 }
 
 void ruleDet(Ctx &C) {

@@ -559,20 +559,142 @@ void ruleGather(Ctx &C) {
   C.set(0, T, std::move(Out));
   IVec V;
   SmallVector<int64_t, 4> I;
-  if (X->rank() != 1 || Idx->rank() > 1 || !C.vals(0, V) || !C.ints(1, I))
+  if (X->rank() == 1 && Idx->rank() <= 1 && C.vals(0, V) && C.ints(1, I)) {
+    IVec Res; // the common case: elements of a shape vector
+    for (int64_t K : I) {
+      if (K < 0)
+        K += V.size();
+      if (K < 0 || size_t(K) >= V.size())
+        return;
+      Res.push_back(V[K]);
+    }
+    return C.setVals(0, Res);
+  }
+  // Any rank: output [pre, idx..., post] reads data [pre, index, post].
+  SmallVector<int64_t, 4> XD, ID, OD, Pos, Src;
+  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID) || !valueDims(C, 0, OD))
     return;
-  IVec Res;
-  for (int64_t K : I) {
-    if (K < 0)
-      K += V.size();
-    if (K < 0 || size_t(K) >= V.size())
+  size_t N = 1;
+  for (int64_t D : OD)
+    N *= size_t(D);
+  IVec Res(N);
+  size_t IR = ID.size();
+  for (size_t K = 0; K < N; ++K) {
+    unravel(K, OD, Pos);
+    Src.assign(Pos.begin(), Pos.begin() + Axis);
+    int64_t At = I[ravel(ArrayRef<int64_t>(Pos).slice(Axis, IR), ID)];
+    if (At < 0)
+      At += XD[Axis];
+    if (At < 0 || At >= XD[Axis])
       return;
-    Res.push_back(V[K]);
+    Src.push_back(At);
+    Src.append(Pos.begin() + Axis + IR, Pos.end());
+    Res[K] = V[ravel(Src, XD)];
   }
   C.setVals(0, Res);
 }
 
-void ruleGatherElements(Ctx &C) { C.copy(0, 1, C.elem(0)); }
+/// Output [i0.., ik..] = data with axis's coordinate indices[i0.., ik..].
+void ruleGatherElements(Ctx &C) {
+  C.copy(0, 1, C.elem(0));
+  int64_t Axis = C.N.attrInt("axis", 0);
+  IVec V;
+  SmallVector<int64_t, 4> I, XD, ID, Pos;
+  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID) || ID.size() != XD.size() ||
+      !normAxis(Axis, XD.size()))
+    return;
+  IVec Res(I.size());
+  for (size_t K = 0; K < I.size(); ++K) {
+    unravel(K, ID, Pos);
+    int64_t At = I[K] < 0 ? I[K] + XD[Axis] : I[K];
+    if (At < 0 || At >= XD[Axis])
+      return;
+    Pos[Axis] = At;
+    for (size_t D = 0; D < XD.size(); ++D)
+      if (Pos[D] >= XD[D])
+        return;
+    Res[K] = V[ravel(Pos, XD)];
+  }
+  C.setVals(0, Res);
+}
+
+/// The reduction a scatter applies to an element it writes.
+static bool scatterCombine(StringRef Red, IV &Dst, const IV &Upd) {
+  if (Red == "none") {
+    Dst = Upd;
+    return true;
+  }
+  BinOp Op = Red == "add" ? BinOp::Add : Red == "mul" ? BinOp::Mul
+           : Red == "max" ? BinOp::Max : Red == "min" ? BinOp::Min : BinOp::None;
+  if (Op == BinOp::None)
+    return false;
+  Dst = evalInt(Op, Dst, Upd, false);
+  return true;
+}
+
+/// ScatterElements (and Scatter): data with updates[k] written at k's
+/// coordinates, axis's replaced by indices[k].
+void ruleScatterElements(Ctx &C) {
+  C.copy(0, 0);
+  int64_t Axis = C.N.attrInt("axis", 0);
+  std::string Red = C.N.attrString("reduction", "none");
+  IVec V, U;
+  SmallVector<int64_t, 4> I, XD, ID, UD, Pos;
+  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID) || !shapedVals(C, 2, U, UD) ||
+      ID != UD || ID.size() != XD.size() || !normAxis(Axis, XD.size()))
+    return;
+  for (size_t K = 0; K < I.size(); ++K) {
+    unravel(K, ID, Pos);
+    int64_t At = I[K] < 0 ? I[K] + XD[Axis] : I[K];
+    if (At < 0 || At >= XD[Axis])
+      return;
+    Pos[Axis] = At;
+    for (size_t D = 0; D < XD.size(); ++D)
+      if (Pos[D] >= XD[D])
+        return;
+    if (!scatterCombine(Red, V[ravel(Pos, XD)], U[K]))
+      return;
+  }
+  C.setVals(0, V);
+}
+
+/// ScatterND: indices [..., q] address data's first q axes; each update is
+/// the slice of data there (torch's index_put of a pad list).
+void ruleScatterND(Ctx &C) {
+  C.copy(0, 0);
+  std::string Red = C.N.attrString("reduction", "none");
+  IVec V, U;
+  SmallVector<int64_t, 4> I, XD, ID, UD;
+  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID) || !shapedVals(C, 2, U, UD) ||
+      ID.empty())
+    return;
+  size_t Q = size_t(ID.back());
+  if (Q > XD.size())
+    return;
+  size_t Slice = 1, Updates = 1;
+  for (size_t D = Q; D < XD.size(); ++D)
+    Slice *= size_t(XD[D]);
+  for (size_t D = 0; D + 1 < ID.size(); ++D)
+    Updates *= size_t(ID[D]);
+  if (U.size() != Updates * Slice)
+    return;
+  SmallVector<int64_t, 4> Pos(XD.size(), 0);
+  for (size_t K = 0; K < Updates; ++K) {
+    for (size_t D = 0; D < Q; ++D) {
+      int64_t At = I[K * Q + D];
+      if (At < 0)
+        At += XD[D];
+      if (At < 0 || At >= XD[D])
+        return;
+      Pos[D] = At;
+    }
+    size_t Base = ravel(Pos, XD);
+    for (size_t E = 0; E < Slice; ++E)
+      if (!scatterCombine(Red, V[Base + E], U[K * Slice + E]))
+        return;
+  }
+  C.setVals(0, V);
+}
 
 void ruleGatherND(Ctx &C) {
   DType T = C.elem(0);
@@ -587,6 +709,41 @@ void ruleGatherND(Ctx &C) {
   Out.Dims.append(Idx->Dims.begin(), Idx->Dims.end() - 1);
   Out.Dims.append(X->Dims.begin() + B + Last, X->Dims.end());
   C.set(0, T, Out);
+  // Values: each index tuple (within its batch) picks a slice of data.
+  IVec V;
+  SmallVector<int64_t, 4> I, XD, ID;
+  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID))
+    return;
+  size_t Batches = 1, PerBatch = 1, Slice = 1, DataPerBatch = 1;
+  for (int64_t D = 0; D < B; ++D)
+    Batches *= size_t(ID[D]);
+  for (size_t D = B; D + 1 < ID.size(); ++D)
+    PerBatch *= size_t(ID[D]);
+  for (size_t D = B + Last; D < XD.size(); ++D)
+    Slice *= size_t(XD[D]);
+  for (size_t D = B; D < XD.size(); ++D)
+    DataPerBatch *= size_t(XD[D]);
+  if (Batches * PerBatch * Slice > MaxValueElems)
+    return;
+  IVec Res;
+  SmallVector<int64_t, 4> Pos(XD.size() - B, 0);
+  ArrayRef<int64_t> Inner = ArrayRef<int64_t>(XD).drop_front(B);
+  for (size_t Bt = 0; Bt < Batches; ++Bt)
+    for (size_t K = 0; K < PerBatch; ++K) {
+      std::fill(Pos.begin(), Pos.end(), 0);
+      for (int64_t D = 0; D < Last; ++D) {
+        int64_t At = I[(Bt * PerBatch + K) * Last + D];
+        if (At < 0)
+          At += Inner[D];
+        if (At < 0 || At >= Inner[D])
+          return;
+        Pos[D] = At;
+      }
+      size_t Base = Bt * DataPerBatch + ravel(Pos, Inner);
+      for (size_t E = 0; E < Slice; ++E)
+        Res.push_back(V[Base + E]);
+    }
+  C.setVals(0, Res);
 }
 
 /// Values as dims of a shape; false when an element is negative.
@@ -628,8 +785,19 @@ void ruleExpand(Ctx &C) {
   if (Out.rank() == 1 && Out.Dims[0].isKnown() &&
       Out.Dims[0].extent() <= int64_t(MaxValueElems) && C.vals(0, V) && V.size() == 1) {
     IVec Res(Out.Dims[0].extent(), V[0]);
-    C.setVals(0, Res);
+    return C.setVals(0, Res);
   }
+  // Any rank: each output element reads its broadcast source.
+  SmallVector<int64_t, 4> XD, OD;
+  if (!shapedVals(C, 0, V, XD) || !valueDims(C, 0, OD) || XD.size() > OD.size())
+    return;
+  size_t N = 1;
+  for (int64_t D : OD)
+    N *= size_t(D);
+  IVec Res(N);
+  for (size_t K = 0; K < N; ++K)
+    Res[K] = V[broadcastSource(OD, XD, K)];
+  C.setVals(0, Res);
 }
 
 /// The value of a tiled integer tensor of known dims and repeats: output

@@ -403,6 +403,13 @@ Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound);
 /// Input I's values and dims, when every dim is known and the values fill
 /// them (row-major).
 bool shapedVals(Ctx &C, unsigned I, IVec &V, SmallVectorImpl<int64_t> &Dims);
+/// Input I's integers and dims, when every dim and every element is known.
+bool shapedInts(Ctx &C, unsigned I, SmallVectorImpl<int64_t> &V, SmallVectorImpl<int64_t> &Dims);
+/// Output O's dims when known and its element count within MaxValueElems.
+bool valueDims(Ctx &C, unsigned O, SmallVectorImpl<int64_t> &Dims);
+/// Row-major index K of Dims as coordinates, and back.
+void unravel(size_t K, ArrayRef<int64_t> Dims, SmallVectorImpl<int64_t> &Idx);
+size_t ravel(ArrayRef<int64_t> Idx, ArrayRef<int64_t> Dims);
 DType attrDType(const Node &N, StringRef Name, DType Default);
 Graph *attrGraph(const Node &N, StringRef Name);
 
@@ -512,6 +519,8 @@ void ruleSplit(Ctx &C);
 void ruleSlice(Ctx &C);
 void ruleGather(Ctx &C);
 void ruleGatherElements(Ctx &C);
+void ruleScatterElements(Ctx &C);
+void ruleScatterND(Ctx &C);
 void ruleGatherND(Ctx &C);
 bool valsToShape(ArrayRef<IV> V, Shape &S);
 void ruleExpand(Ctx &C);
@@ -528,6 +537,7 @@ void ruleBatchNorm(Ctx &C);
 void ruleLayerNorm(Ctx &C);
 void ruleReduce(Ctx &C);
 void ruleArgMinMax(Ctx &C);
+void ruleCumSum(Ctx &C);
 
 // Signal.cpp: windows, DFT, STFT
 void ruleWindow(Ctx &C);

@@ -403,6 +403,45 @@ bool shapedVals(Ctx &C, unsigned I, IVec &V, SmallVectorImpl<int64_t> &Dims) {
   return V.size() == N;
 }
 
+bool shapedInts(Ctx &C, unsigned I, SmallVectorImpl<int64_t> &V, SmallVectorImpl<int64_t> &Dims) {
+  IVec X;
+  if (!shapedVals(C, I, X, Dims))
+    return false;
+  V.clear();
+  for (const IV &E : X) {
+    if (!E.Known)
+      return false;
+    V.push_back(E.V);
+  }
+  return true;
+}
+
+bool valueDims(Ctx &C, unsigned O, SmallVectorImpl<int64_t> &Dims) {
+  Value *Out = C.out(O);
+  if (!Out || !knownDims(Out->Shp ? &*Out->Shp : nullptr, Dims))
+    return false;
+  size_t N = 1;
+  for (int64_t D : Dims)
+    if (__builtin_mul_overflow(N, size_t(D), &N) || N > MaxValueElems)
+      return false;
+  return true;
+}
+
+void unravel(size_t K, ArrayRef<int64_t> Dims, SmallVectorImpl<int64_t> &Idx) {
+  Idx.assign(Dims.size(), 0);
+  for (size_t I = Dims.size(); I-- > 0;) {
+    Idx[I] = int64_t(K % size_t(Dims[I]));
+    K /= size_t(Dims[I]);
+  }
+}
+
+size_t ravel(ArrayRef<int64_t> Idx, ArrayRef<int64_t> Dims) {
+  size_t K = 0;
+  for (size_t I = 0; I < Dims.size(); ++I)
+    K = K * size_t(Dims[I]) + size_t(Idx[I]);
+  return K;
+}
+
 DType attrDType(const Node &N, StringRef Name, DType Default) {
   const Attribute *A = N.attr(Name);
   if (!A || A->K != Attribute::Kind::Int)
