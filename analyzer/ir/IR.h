@@ -515,6 +515,10 @@ public:
   std::string BatchSymbol;
   /// What shape inference assumed of symbolic dims, in node order.
   std::vector<BroadcastAssumption> BroadcastAssumptions;
+  /// Each Loop's trip count as shape inference found it: its maximum trip
+  /// count (a number or an expression), or, with none, the data symbol
+  /// "<node>.trips" (bound with --dim or left free).
+  llvm::DenseMap<const Node *, sym::ExprRef> LoopTrips;
 
   const Function *findFunction(llvm::StringRef Domain, llvm::StringRef Name) const;
   /// The model's one copy of Info (initializers point to it).

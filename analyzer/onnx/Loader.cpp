@@ -779,6 +779,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
     ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
     (*M)->DataSymbols = std::move(Stats.DataSymbols);
     (*M)->BroadcastAssumptions = std::move(Stats.Assumptions);
+    (*M)->LoopTrips = std::move(Stats.LoopTrips);
     if (Error E = reportConflicts(Path, Stats.Conflicts, Opts, Diags))
       return E;
     if (Stats.Unknown > 0) {

@@ -120,21 +120,39 @@ void ruleLoop(Ctx &C) {
   // of the trip count when the loop runs exactly that many times (its
   // condition is true and the body passes it through or keeps it true).
   Dim Trip;
-  int64_t MaxTrip;
   auto KnownTrue = [&](Value *V) {
     auto It = V ? C.Inf.Vals.find(V) : C.Inf.Vals.end();
     if (It != C.Inf.Vals.end())
       return llvm::all_of(It->second, [](const IV &X) { return X.Known && X.V; });
     return V && V->IntData && llvm::all_of(*V->IntData, [](int64_t X) { return X != 0; });
   };
-  if (C.has(0) && C.scalarInt(0, MaxTrip) && MaxTrip >= 0 &&
-      (!C.has(1) || KnownTrue(C.in(1))) && Body->Inputs.size() >= 2 &&
-      !Body->Outputs.empty()) {
-    Value *CondOut = Body->Outputs[0];
-    const Node *P = CondOut->Producer;
-    if (CondOut == Body->Inputs[1] || KnownTrue(CondOut) ||
-        (P && P->OpType == "Identity" && P->input(0) == Body->Inputs[1]))
-      Trip = Dim::known(MaxTrip);
+  // The maximum trip count: a number, or an expression (a loop over a
+  // symbolic sequence length).
+  IVec MaxVals;
+  sym::ExprRef Max = nullptr;
+  if (C.has(0) && C.vals(0, MaxVals) && MaxVals.size() == 1)
+    Max = MaxVals[0].expr();
+  if (Max && Max->constant() && *Max->constant() < 0)
+    Max = nullptr;
+  if (!Max) {
+    // No maximum trip count: how many iterations run only running the graph
+    // decides (a while loop): a symbol, bindable with --dim, that the cost
+    // of the body multiplies by.
+    Trip = dataSymbol(C, "trips", "iterations of the loop, decided at run time", nullptr);
+    if (Trip.isDetermined())
+      C.Inf.LoopTrips[&C.N] = Trip.expr();
+  } else {
+    // The body's cost counts the maximum (an upper bound when the condition
+    // may stop the loop early); scan outputs take it when the loop runs
+    // exactly that many times.
+    C.Inf.LoopTrips[&C.N] = Max;
+    if ((!C.has(1) || KnownTrue(C.in(1))) && Body->Inputs.size() >= 2 && !Body->Outputs.empty()) {
+      Value *CondOut = Body->Outputs[0];
+      const Node *P = CondOut->Producer;
+      if (CondOut == Body->Inputs[1] || KnownTrue(CondOut) ||
+          (P && P->OpType == "Identity" && P->input(0) == Body->Inputs[1]))
+        Trip = Dim::of(Max);
+    }
   }
   for (size_t J = NState; J < C.numOuts(); ++J) {
     if (1 + J >= Body->Outputs.size())

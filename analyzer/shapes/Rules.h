@@ -177,6 +177,7 @@ public:
   std::map<std::string, DataSymbol> DataSymbols;
   std::vector<ShapeConflict> Conflicts;
   std::vector<BroadcastAssumption> Assumptions;
+  llvm::DenseMap<const Node *, sym::ExprRef> LoopTrips;
   unsigned CallDepth = 0;
 };
 

@@ -197,6 +197,7 @@ ShapeInferenceStats ridge::inferShapes(Graph &G, const Model &M) {
   S.DataSymbols = std::move(I.DataSymbols);
   S.Conflicts = std::move(I.Conflicts);
   S.Assumptions = std::move(I.Assumptions);
+  S.LoopTrips = std::move(I.LoopTrips);
   llvm::sort(S.UnknownOps);
   return S;
 }

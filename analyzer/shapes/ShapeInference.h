@@ -53,6 +53,8 @@ struct ShapeInferenceStats {
   std::vector<ShapeConflict> Conflicts;
   /// Broadcasts of a symbolic dim against a fixed extent above 1, in order.
   std::vector<BroadcastAssumption> Assumptions;
+  /// Each Loop's trip count, as its body's cost counts it (Model::LoopTrips).
+  llvm::DenseMap<const Node *, sym::ExprRef> LoopTrips;
 };
 
 /// Infers element types, shapes and (for small int64/int32 tensors) values of

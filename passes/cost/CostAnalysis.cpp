@@ -108,6 +108,21 @@ private:
   /// What costNode would mark as needing a gradient in G, without costing.
   void propagate(const Graph &G);
   std::optional<double> tripCount(const Node &N, bool &Known);
+  /// A Loop's trip count as a formula when costs may be formulas and shape
+  /// inference found one (Model::LoopTrips); 1 otherwise.
+  sym::Count symbolicTrips(const Node &N) const {
+    auto It = M.LoopTrips.find(&N);
+    if (!Cfg.SymbolicCosts || Cfg.Inference || It == M.LoopTrips.end() || !It->second ||
+        It->second->isConstant())
+      return 1;
+    return sym::Count::of(It->second);
+  }
+  /// Counts of the loop bodies being walked multiply by this formula (1:
+  /// none); each body tensor saved for backward once (SymSaved).
+  sym::Count SymTrips = 1;
+  llvm::DenseSet<const Value *> SymSaved;
+  /// NC's counts (numbers or formulas) times SymTrips, as formulas.
+  void multiplyBySymbolicTrips(NodeCost &NC);
   double branchFlops(const Graph &G);
 };
 
@@ -321,6 +336,17 @@ std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
       Known = true;
       return double(*Cfg.TripCount);
     }
+    // Shape inference's count: a number once bound (--dim <loop>.trips=N),
+    // else a formula (a maximum in the symbols, or the loop's own "trips"
+    // symbol) the body's counts are multiplied by when costs may be formulas
+    // (symbolicTrips).
+    auto It = M.LoopTrips.find(&N);
+    if (It != M.LoopTrips.end() && It->second && It->second->constant()) {
+      Known = true;
+      return double(*It->second->constant());
+    }
+    if (symbolicTrips(N).isFormula())
+      Known = true;
     return std::nullopt;
   }
   // Scan: the scan axis of the first scan input (opset 8 has batch first).
@@ -375,8 +401,12 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
         bool Known = false;
         std::optional<double> Trips = N.OpType == "If" ? std::optional<double>(1.0)
                                                       : tripCount(N, Known);
+        sym::Count Outer = SymTrips;
+        if (!Trips && N.OpType == "Loop")
+          SymTrips = SymTrips * symbolicTrips(N);
         for (Graph *Sub : Subs)
           walk(*Sub, Multiplier * Trips.value_or(1));
+        SymTrips = Outer;
       }
     }
     // A control-flow node needs backward when a node of its bodies does.
@@ -472,10 +502,18 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   if ((N.OpType == "Loop" || N.OpType == "Scan") && N.Domain.empty()) {
     bool Known = false;
     tripCount(N, Known);
-    if (!Known)
+    if (!Known) {
+      auto It = M.LoopTrips.find(&N);
+      std::string Bind;
+      if (It != M.LoopTrips.end() && It->second)
+        for (const std::string &S : sym::symbols(It->second))
+          Bind += (Bind.empty() ? "bind --dim " : " --dim ") + S + "=N";
+      if (Bind.empty())
+        Bind = "pass --trip-count N";
       NC.Unmodeled = N.OpType == "Loop"
-                         ? "trip count unknown: body counted once (pass --trip-count N)"
+                         ? "trip count unknown: body counted once (" + Bind + ")"
                          : "scan length unknown: body counted once";
+    }
   }
   NC.Modeled = NC.Unmodeled.empty();
   if (NC.Modeled)
@@ -495,6 +533,8 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
       ++R.FoldedNodes;
     NC.Fwd = PhaseCost();
   }
+  if (NC.Modeled && SymTrips.isFormula())
+    multiplyBySymbolicTrips(NC);
   if (NC.Modeled) {
     ++R.ModeledNodes;
     R.Fwd += NC.Fwd * Multiplier;
@@ -520,6 +560,28 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     NC.Sym.reset();
   }
   R.Nodes.push_back(std::move(NC));
+}
+
+void CostWalker::multiplyBySymbolicTrips(NodeCost &NC) {
+  SymbolicCost S = NC.Sym ? *NC.Sym
+                          : SymbolicCost{countsOf(NC.Fwd), countsOf(NC.Bwd), NC.SavedBytes};
+  auto Scale = [&](PhaseCount &P) {
+    P.Flops = P.Flops * SymTrips;
+    P.Macs = P.Macs * SymTrips;
+    P.Transcendentals = P.Transcendentals * SymTrips;
+    P.Bytes = P.Bytes * SymTrips;
+  };
+  Scale(S.Fwd);
+  Scale(S.Bwd);
+  // Tensors saved for backward are per iteration: each body tensor once.
+  for (const Value *V : NC.Saved)
+    if (R.isActivation(V) && SymSaved.insert(V).second)
+      S.SavedBytes += valueCount(V, FloatBytes);
+  S.SavedBytes = S.SavedBytes * SymTrips;
+  NC.Saved.clear();
+  NC.Fwd = NC.Bwd = PhaseCost();
+  NC.SavedBytes = 0;
+  NC.Sym.emplace(std::move(S));
 }
 
 void CostWalker::finish() {
