@@ -44,6 +44,7 @@ void ruleIf(Ctx &C) {
       ElemInfo E = EA->second;
       if (!EB->second.Empty)
         addElement(E, EB->second.Elem, EB->second.Shp);
+      E.Items.reset(); // either branch's elements
       setElems(C, O, E);
     }
     C.setType(O, A->Elem != DType::Undefined ? A->Elem : B->Elem);
@@ -98,8 +99,11 @@ void ruleLoop(Ctx &C) {
       break;
     if (Value *In = C.in(2 + K)) {
       typeLike(*Body->Inputs[2 + K], *In);
-      if (const ElemInfo *E = elemsOf(C, 2 + K))
-        C.Inf.Elems[Body->Inputs[2 + K]] = *E;
+      if (const ElemInfo *E = elemsOf(C, 2 + K)) {
+        ElemInfo Carried = *E;
+        Carried.Items.reset(); // it changes from iteration to iteration
+        C.Inf.Elems[Body->Inputs[2 + K]] = std::move(Carried);
+      }
     }
     Carried.push_back({Body->Inputs[2 + K], Body->Outputs[1 + K]});
   }
@@ -114,6 +118,7 @@ void ruleLoop(Ctx &C) {
     ElemInfo E = EB->second;
     if (const ElemInfo *EI = elemsOf(C, 2 + K); EI && !EI->Empty)
       addElement(E, EI->Elem, EI->Shp);
+    E.Items.reset();
     setElems(C, K, E);
   }
   // Scan outputs: the body's per-iteration values stacked along a new axis,
@@ -271,23 +276,47 @@ void ruleScan(Ctx &C) {
   }
 }
 
-void ruleSequenceLength(Ctx &C) { C.setDims(0, DType::Int64, {}); }
+void ruleSequenceLength(Ctx &C) {
+  C.setDims(0, DType::Int64, {});
+  if (const ElemInfo *S = elemsOf(C, 0); S && S->Items)
+    C.setInts(0, {int64_t(S->Items->size())});
+}
 void ruleOptionalHasElement(Ctx &C) { C.setDims(0, DType::Bool, {}); }
 
 void ruleSequenceEmpty(Ctx &C) {
   ElemInfo E;
   E.Elem = attrDType(C.N, "dtype", DType::Float);
   E.Empty = true;
+  E.Items.emplace();
   setElems(C, 0, E);
 }
 
 void ruleSequenceConstruct(Ctx &C) {
   ElemInfo E;
   E.Empty = true;
+  E.Items.emplace();
   for (unsigned I = 0; I < C.N.Inputs.size(); ++I)
-    if (Value *V = C.in(I))
+    if (Value *V = C.in(I)) {
       addElement(E, V->Elem, V->Shp);
+      E.Items->push_back(V->Shp);
+    }
   setElems(C, 0, E);
+}
+
+/// A position input (In) into a sequence of N elements: its index in
+/// [0, N] (or [0, N) for an existing element); the end when absent (Insert)
+/// or the last (Erase); none when computed at run time or out of range.
+static std::optional<size_t> seqPosition(Ctx &C, unsigned In, size_t N, bool Existing) {
+  int64_t P;
+  if (!C.has(In))
+    return Existing ? (N ? std::optional<size_t>(N - 1) : std::nullopt) : std::optional<size_t>(N);
+  if (!C.scalarInt(In, P))
+    return std::nullopt;
+  if (P < 0)
+    P += int64_t(N);
+  if (P < 0 || P > int64_t(N) || (Existing && P == int64_t(N)))
+    return std::nullopt;
+  return size_t(P);
 }
 
 void ruleSequenceInsert(Ctx &C) {
@@ -297,18 +326,39 @@ void ruleSequenceInsert(Ctx &C) {
     return;
   ElemInfo E = *S;
   addElement(E, T->Elem, T->Shp);
+  if (E.Items) {
+    if (std::optional<size_t> P = seqPosition(C, 2, E.Items->size(), false))
+      E.Items->insert(E.Items->begin() + *P, T->Shp);
+    else
+      E.Items.reset();
+  }
   setElems(C, 0, E);
 }
 
 void ruleSequenceErase(Ctx &C) {
-  if (const ElemInfo *S = elemsOf(C, 0))
-    setElems(C, 0, *S);
+  const ElemInfo *S = elemsOf(C, 0);
+  if (!S)
+    return;
+  ElemInfo E = *S;
+  if (E.Items) {
+    if (std::optional<size_t> P = seqPosition(C, 1, E.Items->size(), true))
+      E.Items->erase(E.Items->begin() + *P);
+    else
+      E.Items.reset();
+  }
+  setElems(C, 0, E);
 }
 
 void ruleSequenceAt(Ctx &C) {
   const ElemInfo *S = elemsOf(C, 0);
   if (!S)
     return;
+  if (S->Items) // the element at a known position, exactly
+    if (std::optional<size_t> P = seqPosition(C, 1, S->Items->size(), true)) {
+      if (const std::optional<Shape> &Item = (*S->Items)[*P])
+        return C.set(0, S->Elem, *Item);
+      return C.setType(0, S->Elem);
+    }
   if (S->Shp && !S->Empty)
     C.set(0, S->Elem, *S->Shp);
   else
@@ -324,11 +374,16 @@ void ruleSplitToSequence(Ctx &C) {
     Shape S = *X;
     const Dim &D = X->Dims[Axis];
     SmallVector<int64_t, 4> Split;
+    // The pieces' extents along the axis, when the split and the dim fix them.
+    std::optional<SmallVector<int64_t, 4>> Pieces;
+    bool KeepDims = C.N.attrInt("keepdims", 1) != 0;
     if (!C.has(1)) {
-      if (C.N.attrInt("keepdims", 1))
+      if (KeepDims)
         S.Dims[Axis] = Dim::known(1);
       else
         S.Dims.erase(S.Dims.begin() + Axis);
+      if (D.isKnown() && D.extent() <= int64_t(MaxValueElems))
+        Pieces.emplace(size_t(D.extent()), 1);
     } else if (C.ints(1, Split) && !Split.empty()) {
       const Shape *SS = C.shape(1);
       bool Scalar = SS && SS->rank() == 0;
@@ -337,10 +392,29 @@ void ruleSplitToSequence(Ctx &C) {
                            ? Dim::known(Split[0]) : Dim{};
       else
         S.Dims[Axis] = llvm::all_equal(Split) ? Dim::known(Split[0]) : Dim{};
+      if (Scalar && D.isKnown() && Split[0] > 0 &&
+          ceilDiv(D.extent(), Split[0]) <= int64_t(MaxValueElems)) {
+        Pieces.emplace();
+        for (int64_t At = 0; At < D.extent(); At += Split[0])
+          Pieces->push_back(std::min(Split[0], D.extent() - At));
+      } else if (!Scalar && llvm::all_of(Split, [](int64_t X) { return X >= 0; })) {
+        Pieces.emplace(Split.begin(), Split.end());
+      }
     } else {
       S.Dims[Axis] = Dim{};
     }
     E.Shp = S;
+    if (Pieces) {
+      E.Items.emplace();
+      for (int64_t P : *Pieces) {
+        Shape Item = *X;
+        if (!C.has(1) && !KeepDims)
+          Item.Dims.erase(Item.Dims.begin() + Axis);
+        else
+          Item.Dims[Axis] = Dim::known(P);
+        E.Items->push_back(Item);
+      }
+    }
   }
   setElems(C, 0, E);
 }
@@ -357,10 +431,24 @@ void ruleConcatFromSequence(Ctx &C) {
   bool NewAxis = C.N.attrInt("new_axis", 0) != 0;
   if (!normAxis(Axis, Out.rank() + (NewAxis ? 1 : 0)))
     return;
+  // With the elements known: their count along a new axis, or the sum of
+  // their extents along the axis.
+  Dim Along;
+  if (S->Items && llvm::all_of(*S->Items, [&](const std::optional<Shape> &I) {
+        return I && I->rank() == Out.rank();
+      })) {
+    if (NewAxis) {
+      Along = Dim::known(int64_t(S->Items->size()));
+    } else {
+      Along = Dim::known(0);
+      for (const std::optional<Shape> &I : *S->Items)
+        Along = addDims(Along, I->Dims[Axis]);
+    }
+  }
   if (NewAxis)
-    Out.Dims.insert(Out.Dims.begin() + Axis, Dim{});
+    Out.Dims.insert(Out.Dims.begin() + Axis, Along);
   else
-    Out.Dims[Axis] = Dim{};
+    Out.Dims[Axis] = Along;
   C.set(0, S->Elem, Out);
 }
 

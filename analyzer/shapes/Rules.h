@@ -148,6 +148,10 @@ struct ElemInfo {
   DType Elem = DType::Undefined;
   std::optional<Shape> Shp;
   bool Empty = false; ///< no element yet (SequenceEmpty)
+  /// Each element's shape, in order, while the sequence's composition is
+  /// known (built from SequenceEmpty/Construct/Insert/Erase at known
+  /// positions, or SplitToSequence); none once a loop or a branch makes it.
+  std::optional<std::vector<std::optional<Shape>>> Items;
 };
 
 void addElement(ElemInfo &E, DType T, const std::optional<Shape> &S);

@@ -798,13 +798,23 @@ TEST(ShapeInference, SequencesCarryElementShapes) {
     parts = SplitToSequence<axis = 0>(x)
     p0 = SequenceAt(parts, zero)
     n = SequenceLength(parts)
+    grown = SequenceInsert(seq, x, zero)
+    g0 = SequenceAt(grown, zero)
+    shrunk = SequenceErase(grown)
+    gcat = ConcatFromSequence<axis = 0>(shrunk)
+    gn = SequenceLength(grown)
     y = Identity(first)
   })"));
-  EXPECT_EQ(R.type("first"), "f32[?,3]");
-  EXPECT_EQ(R.type("cat"), "f32[?,3]");
-  EXPECT_EQ(R.type("stack"), "f32[?,?,3]");
+  // The elements are known in order: [2, 3] then [4, 3].
+  EXPECT_EQ(R.type("first"), "f32[2,3]");
+  EXPECT_EQ(R.type("cat"), "f32[6,3]");       // 2 + 4 rows
+  EXPECT_EQ(R.type("stack"), "f32[2,?,3]");   // two elements, rows 2 or 4
   EXPECT_EQ(R.type("p0"), "f32[1,5]");
   EXPECT_EQ(R.type("n"), "i64[]");
+  // x inserted in front, the last element (b) erased: x, a.
+  EXPECT_EQ(R.type("g0"), "f32[6,5]");
+  EXPECT_EQ(R.type("gcat"), "f32[8,?]");      // 6 + 2 rows; columns 5 or 3
+  EXPECT_EQ(R.ints("gn"), "{3}");
 }
 
 TEST(ShapeInference, MicrosoftContribOps) {
