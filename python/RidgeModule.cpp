@@ -13,6 +13,7 @@
 #include "passes/plan/Planner.h"
 #include "analyzer/onnx/AnnotatedModel.h"
 #include "passes/inference/Inference.h"
+#include "analyzer/symbolic/Count.h"
 #include "passes/report/AnalyzeReport.h"
 #include "passes/report/HtmlReport.h"
 #include "passes/report/RooflineChart.h"
@@ -291,6 +292,9 @@ py::object analyze(py::handle Model, py::kwargs KW) {
   LO.SymbolicShapesCosted = C.SymbolicCosts;
   std::unique_ptr<ridge::Model> M = take(Src->load(LO, Diags));
   Src.reset();
+  std::optional<ridge::sym::UnivariateScope> FastForm; // as ridge analyze
+  if (ridge::sym::ExprRef S = M->leadingSymbol())
+    FastForm.emplace(S);
   AnalysisManager AM(*M, C, Diags);
   llvm::json::Value Doc = take(analyzeDocument(*M, AM));
   if (llvm::Error E = writeAnalyzeFiles(*M, AM, &Doc))

@@ -8,6 +8,7 @@
 #include "devices/Device.h"
 #include "analyzer/onnx/AnnotatedModel.h"
 #include "analyzer/onnx/Loader.h"
+#include "analyzer/symbolic/Count.h"
 #include "passes/Passes.h"
 #include "passes/plan/Planner.h"
 #include "passes/report/RooflineChart.h"
@@ -668,6 +669,11 @@ static int runPipeline(PassManager &PM, const LoadOptions &LO, const Config &C, 
   if (!M)
     return fail(M.takeError());
   int RC = 0;
+  // Formulas in the batch alone (the common case) take Count's fast form.
+  std::optional<sym::UnivariateScope> FastForm;
+  if (C.SymbolicCosts)
+    if (sym::ExprRef S = (*M)->leadingSymbol())
+      FastForm.emplace(S);
   auto AM = std::make_unique<AnalysisManager>(**M, C, Diags, &Timer);
   if (llvm::Error E = PM.run(**M, *AM))
     RC = fail(std::move(E));

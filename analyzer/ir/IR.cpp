@@ -189,6 +189,18 @@ size_t Graph::numNodesRecursive() const {
   return N;
 }
 
+sym::ExprRef Model::leadingSymbol() const {
+  if (!Main)
+    return nullptr;
+  for (const Value *V : Main->Inputs)
+    if (V && V->Shp)
+      for (const Dim &D : V->Shp->Dims)
+        if (!D.isKnown() && D.isDetermined())
+          for (const std::string &S : sym::symbols(D.expr()))
+            return sym::symbol(S);
+  return nullptr;
+}
+
 const Function *Model::findFunction(llvm::StringRef Domain,
                                     llvm::StringRef Name) const {
   for (const Function &F : Functions)

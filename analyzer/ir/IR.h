@@ -521,6 +521,10 @@ public:
   llvm::DenseMap<const Node *, sym::ExprRef> LoopTrips;
 
   const Function *findFunction(llvm::StringRef Domain, llvm::StringRef Name) const;
+  /// The first symbol of the main graph's input dims (the batch, usually),
+  /// or nullptr: costs in it alone take sym::Count's fast univariate form
+  /// (sym::UnivariateScope) while a whole graph is costed as formulas.
+  sym::ExprRef leadingSymbol() const;
   /// The model's one copy of Info (initializers point to it).
   const InitializerInfo *initializerInfo(const InitializerInfo &Info) {
     return &*InitializerInfos.insert(Info).first;

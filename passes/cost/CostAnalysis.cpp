@@ -41,6 +41,28 @@ bool isTrainingOp(const Node &N) {
           N.OpType.starts_with("InPlaceAccumulator"));
 }
 
+/// The free symbols of C's formulas, sorted, each once.
+static std::vector<std::string> findFreeSymbols(const CostResult &C) {
+  std::vector<std::string> Out;
+  if (!C.Sym)
+    return Out;
+  const CostResult::Formulas *Sym = &*C.Sym;
+  const auto &Nodes = C.Nodes;
+  for (const sym::Count *X : {&Sym->Fwd.Flops, &Sym->Fwd.Bytes, &Sym->Fwd.Transcendentals,
+                              &Sym->Bwd.Flops, &Sym->Bwd.Bytes, &Sym->Bwd.Transcendentals,
+                              &Sym->SavedActivationBytes})
+    for (std::string &S : X->symbols())
+      Out.push_back(std::move(S));
+  // A node's formula can cancel in the totals (rare); its symbols still count.
+  for (const NodeCost &NC : Nodes)
+    if (NC.Sym)
+      for (std::string &S : NC.Sym->Fwd.Bytes.symbols())
+        Out.push_back(std::move(S));
+  llvm::sort(Out);
+  Out.erase(std::unique(Out.begin(), Out.end()), Out.end());
+  return Out;
+}
+
 class CostWalker {
 public:
   CostWalker(const Model &M, const Config &Cfg, CostResult &R)
@@ -620,6 +642,7 @@ void CostWalker::finish() {
     R.Sym->Fwd += countsOf(R.Fwd);
     R.Sym->Bwd += countsOf(R.Bwd);
   }
+  R.FreeSymbols = findFreeSymbols(R);
   for (const auto &[What, Count] : Unmodeled)
     R.UnmodeledOps.emplace_back(What, Count);
   // The walker ends here: its sets move.
@@ -631,25 +654,6 @@ void CostWalker::finish() {
 }
 
 } // namespace
-
-std::vector<std::string> CostResult::freeSymbols() const {
-  std::vector<std::string> Out;
-  if (!Sym)
-    return Out;
-  for (const sym::Count *X : {&Sym->Fwd.Flops, &Sym->Fwd.Bytes, &Sym->Fwd.Transcendentals,
-                              &Sym->Bwd.Flops, &Sym->Bwd.Bytes, &Sym->Bwd.Transcendentals,
-                              &Sym->SavedActivationBytes})
-    for (std::string &S : X->symbols())
-      Out.push_back(std::move(S));
-  // A node's formula can cancel in the totals (rare); its symbols still count.
-  for (const NodeCost &NC : Nodes)
-    if (NC.Sym)
-      for (std::string &S : NC.Sym->Fwd.Bytes.symbols())
-        Out.push_back(std::move(S));
-  llvm::sort(Out);
-  Out.erase(std::unique(Out.begin(), Out.end()), Out.end());
-  return Out;
-}
 
 llvm::Error ridge::needsNumbers(const Model &M, const CostResult &C, llvm::StringRef What) {
   std::string Names, Bind;

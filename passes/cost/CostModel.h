@@ -168,8 +168,9 @@ struct CostResult {
   ValueSet Constants;
 
   /// The free symbols the formulas hold, sorted (empty when every count is
-  /// a number).
-  std::vector<std::string> freeSymbols() const;
+  /// a number); found once, when the walk ends.
+  const std::vector<std::string> &freeSymbols() const { return FreeSymbols; }
+  std::vector<std::string> FreeSymbols;
 
   /// A saved tensor is an activation unless it is an initializer (a
   /// parameter) or a constant computed from constants only.
