@@ -1,6 +1,7 @@
 //===- AnalyzeJson.cpp - Analyze's JSON document: shared pieces -----------===//
 #include "passes/report/AnalyzeJson.h"
 #include "passes/cost/CostModel.h"
+#include "llvm/ADT/STLExtras.h"
 
 llvm::json::Object ridge::nodeHeaderJson(const NodeCost &NC) {
   llvm::json::Array Outs;
@@ -13,7 +14,7 @@ llvm::json::Object ridge::nodeHeaderJson(const NodeCost &NC) {
                             {"graph", NC.N->Parent->Name},
                             {"outputs", std::move(Outs)},
                             {"modeled", NC.Modeled},
-                            {"multiplier", NC.Multiplier}};
+                            {"multiplier", countValue(NC.Multiplier)}};
 }
 
 llvm::json::Array ridge::graphValuesJson(const Model &M, bool Outputs) {
@@ -42,4 +43,24 @@ double ridge::jsonNodeSeconds(const llvm::json::Object &Node) {
     if (const llvm::json::Object *T = Node.getObject(Phase))
       S += jsonNumber(*T, "seconds");
   return S * Node.getNumber("multiplier").value_or(1);
+}
+
+void ridge::writeJsonWithStreamedArray(llvm::raw_ostream &OS, const llvm::json::Object &Doc,
+                                       llvm::StringRef Key,
+                                       llvm::function_ref<void(llvm::json::OStream &)> Items) {
+  // The keys in the order llvm::json prints an object's: sorted.
+  std::vector<llvm::StringRef> Keys{Key};
+  for (const auto &E : Doc)
+    Keys.push_back(E.first);
+  llvm::sort(Keys);
+  llvm::json::OStream J(OS, 2);
+  J.object([&] {
+    for (llvm::StringRef K : Keys) {
+      if (K == Key)
+        J.attributeArray(K, [&] { Items(J); });
+      else
+        J.attribute(K, *Doc.get(K));
+    }
+  });
+  OS << "\n";
 }

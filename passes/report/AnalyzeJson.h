@@ -8,8 +8,11 @@
 #ifndef RIDGE_PASSES_REPORT_ANALYZEJSON_H
 #define RIDGE_PASSES_REPORT_ANALYZEJSON_H
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
+#include <cmath>
+#include <cstdint>
 
 namespace ridge {
 
@@ -25,6 +28,22 @@ llvm::json::Object nodeHeaderJson(const NodeCost &NC);
 llvm::json::Array graphValuesJson(const Model &M, bool Outputs);
 /// `coverage.unmodeled`: each op with its reason, and its count.
 llvm::json::Array unmodeledJson(const CostResult &C);
+
+/// Writes Doc as formatv("{0:2}", Doc) would, with one more array, Key,
+/// streamed in its sorted place: Items writes its elements one by one, so a
+/// million-node document is never held whole (the `nodes` array).
+void writeJsonWithStreamedArray(llvm::raw_ostream &OS, const llvm::json::Object &Doc,
+                                llvm::StringRef Key,
+                                llvm::function_ref<void(llvm::json::OStream &)> Items);
+
+/// D as a JSON number, as llvm::json prints a double ("%.17g"), but an
+/// integral one (a count) held as an integer: the same text, printed without
+/// formatting a double.
+inline llvm::json::Value countValue(double D) {
+  if (D == double(int64_t(D)) && D > -9.0e15 && D < 9.0e15 && (D != 0 || !std::signbit(D)))
+    return int64_t(D);
+  return D;
+}
 
 /// The number field Key of O; 0 when absent or not a number.
 double jsonNumber(const llvm::json::Object &O, llvm::StringRef Key);

@@ -159,10 +159,10 @@ double flopCoverage(const CostResult &C) {
 }
 
 llvm::json::Object phaseJson(const PhaseCost &P) {
-  return llvm::json::Object{{"flops", P.Flops},
-                            {"macs", P.Macs},
-                            {"transcendentals", P.Transcendentals},
-                            {"bytes", P.Bytes}};
+  return llvm::json::Object{{"flops", countValue(P.Flops)},
+                            {"macs", countValue(P.Macs)},
+                            {"transcendentals", countValue(P.Transcendentals)},
+                            {"bytes", countValue(P.Bytes)}};
 }
 
 /// A phase's time; with the kernel model also its limit and its kernels,
@@ -200,35 +200,39 @@ llvm::json::Object inferenceMemoryJson(const InferenceMemoryResult &I) {
       {"total", I.totalBytes()}};
 }
 
-llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, const CostResult &C,
-                               const TrainingStepResult &T, const RooflineResult &RL,
-                               const FusionResult &F, const InferenceMemoryResult *Inf,
-                               AnalysisManager &AM) {
-  const Config &Cfg = AM.config();
-  llvm::json::Array Nodes, Ops;
-  GemmMemo Memo;
-  for (const NodeCost &NC : C.Nodes) {
-    llvm::json::Object O = nodeHeaderJson(NC);
-    if (NC.Modeled) {
-      O["fwd_flops"] = NC.Fwd.Flops;
-      O["macs"] = NC.Fwd.Macs;
-      O["transcendentals"] = NC.Fwd.Transcendentals;
-      O["fwd_bytes"] = NC.Fwd.Bytes;
-      O["bwd_flops"] = NC.Bwd.Flops;
-      O["bwd_macs"] = NC.Bwd.Macs;
-      O["bwd_transcendentals"] = NC.Bwd.Transcendentals;
-      O["bwd_bytes"] = NC.Bwd.Bytes;
-      O["saved_bytes"] = nodeSavedBytes(NC, C, floatBytes(Cfg));
-      O["needs_backward"] = NC.NeedsBackward;
-      const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
-      O["fwd_time"] = phaseTimeJson(R.Fwd, NC, false, R.Type, Cfg, Memo);
-      if (NC.NeedsBackward)
-        O["bwd_time"] = phaseTimeJson(R.Bwd, NC, true, R.Type, Cfg, Memo);
-    } else {
-      O["unmodeled_reason"] = NC.Unmodeled.str();
-    }
-    Nodes.push_back(std::move(O));
+/// One entry of the `nodes` array.
+llvm::json::Object nodeJson(const NodeCost &NC, const CostResult &C, const RooflineResult &RL,
+                            const Config &Cfg, GemmMemo &Memo) {
+  llvm::json::Object O = nodeHeaderJson(NC);
+  if (NC.Modeled) {
+    O["fwd_flops"] = countValue(NC.Fwd.Flops);
+    O["macs"] = countValue(NC.Fwd.Macs);
+    O["transcendentals"] = countValue(NC.Fwd.Transcendentals);
+    O["fwd_bytes"] = countValue(NC.Fwd.Bytes);
+    O["bwd_flops"] = countValue(NC.Bwd.Flops);
+    O["bwd_macs"] = countValue(NC.Bwd.Macs);
+    O["bwd_transcendentals"] = countValue(NC.Bwd.Transcendentals);
+    O["bwd_bytes"] = countValue(NC.Bwd.Bytes);
+    O["saved_bytes"] = countValue(nodeSavedBytes(NC, C, floatBytes(Cfg)));
+    O["needs_backward"] = NC.NeedsBackward;
+    const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
+    O["fwd_time"] = phaseTimeJson(R.Fwd, NC, false, R.Type, Cfg, Memo);
+    if (NC.NeedsBackward)
+      O["bwd_time"] = phaseTimeJson(R.Bwd, NC, true, R.Type, Cfg, Memo);
+  } else {
+    O["unmodeled_reason"] = NC.Unmodeled.str();
   }
+  return O;
+}
+
+/// The document; its `nodes` array only when WithNodes (writeJson streams
+/// it instead).
+llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+                                const TrainingStepResult &T, const RooflineResult &RL,
+                                const FusionResult &F, const InferenceMemoryResult *Inf,
+                                AnalysisManager &AM, bool WithNodes = true) {
+  const Config &Cfg = AM.config();
+  llvm::json::Array Ops;
   for (const OpTypeTotal &T : byOpType(C))
     Ops.push_back(llvm::json::Object{{"op", T.Op},
                                      {"count", int64_t(T.Count)},
@@ -297,7 +301,6 @@ llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, cons
                           {"flops_share", flopCoverage(C)},
                           {"unmodeled", unmodeledJson(C)}}},
       {"by_op_type", std::move(Ops)},
-      {"nodes", std::move(Nodes)},
       {"symbols", symbolsJson(M)},
       {"inference", Inf ? llvm::json::Value(llvm::json::Object{
                               {"batch", boundBatch(M)},
@@ -307,7 +310,27 @@ llvm::json::Value jsonDocument(const Model &M, const GraphSummaryResult &S, cons
                               {"folded_nodes", int64_t(C.FoldedNodes)}})
                         : llvm::json::Value(nullptr)},
       {"warnings", llvm::json::Array(AM.diags().warnings())}};
-  return llvm::json::Value(std::move(Doc));
+  if (WithNodes) {
+    llvm::json::Array Nodes;
+    GemmMemo Memo;
+    for (const NodeCost &NC : C.Nodes)
+      Nodes.push_back(nodeJson(NC, C, RL, Cfg, Memo));
+    Doc["nodes"] = std::move(Nodes);
+  }
+  return Doc;
+}
+
+/// --format json: the document with its nodes streamed.
+void writeJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+               const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
+               const InferenceMemoryResult *Inf, AnalysisManager &AM) {
+  const Config &Cfg = AM.config();
+  llvm::json::Object Doc = jsonDocument(M, S, C, T, RL, F, Inf, AM, /*WithNodes=*/false);
+  GemmMemo Memo;
+  writeJsonWithStreamedArray(*Cfg.Out, Doc, "nodes", [&](llvm::json::OStream &J) {
+    for (const NodeCost &NC : C.Nodes)
+      J.value(nodeJson(NC, C, RL, Cfg, Memo));
+  });
 }
 
 void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) {
@@ -657,20 +680,16 @@ llvm::Error formulaReport(Model &M, AnalysisManager &AM, const CostResult &C) {
     return needsNumbers(M, C, "--annotate");
   if (!Cfg.Budgets.empty())
     return needsNumbers(M, C, "--fail-if");
-  if (Cfg.Format == OutputFormat::Json) {
-    auto Doc = formulaDocumentOf(M, AM, C);
-    if (!Doc)
-      return Doc.takeError();
-    *Cfg.Out << formatv("{0:2}", *Doc) << "\n";
-    return llvm::Error::success();
-  }
   auto S = AM.getResult<GraphSummaryAnalysis>();
   if (!S)
     return S.takeError();
   auto T = AM.getResult<TrainingStepAnalysis>();
   if (!T)
     return T.takeError();
-  printFormulaText(M, *S, C, *T, Cfg);
+  if (Cfg.Format == OutputFormat::Json)
+    writeFormulaDocument(*Cfg.Out, M, *S, C, *T, AM);
+  else
+    printFormulaText(M, *S, C, *T, Cfg);
   return llvm::Error::success();
 }
 
@@ -685,7 +704,7 @@ llvm::Expected<llvm::json::Value> ridge::analyzeDocument(Model &M, AnalysisManag
   auto In = reportInputs(AM);
   if (!In)
     return In.takeError();
-  return jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+  return llvm::json::Value(jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM));
 }
 
 llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
@@ -701,8 +720,7 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
   std::optional<llvm::json::Value> Doc;
   switch (Cfg.Format) {
   case OutputFormat::Json:
-    Doc = jsonDocument(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
-    *Cfg.Out << formatv("{0:2}", *Doc) << "\n";
+    writeJson(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
     break;
   case OutputFormat::Csv:
     printCsv(*In->C, *In->RL, Cfg);

@@ -19,7 +19,7 @@ llvm::json::Value ridge::countJson(const Count &C) {
   if (C.isUnknown())
     return nullptr;
   if (C.isNumber())
-    return C.number();
+    return countValue(C.number());
   return C.str();
 }
 
@@ -214,31 +214,36 @@ void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const 
   printDataSymbols(M, OS);
 }
 
-llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResult &S,
-                                         const CostResult &C, const TrainingStepResult &T,
-                                         AnalysisManager &AM) {
-  const Config &Cfg = AM.config();
-  std::optional<double> FloatBytes = floatBytes(Cfg);
-  llvm::json::Array Nodes, Ops, Needs;
-  for (const NodeCost &NC : C.Nodes) {
-    llvm::json::Object O = nodeHeaderJson(NC);
-    if (NC.Modeled) {
-      PhaseCount F = NC.fwdCounts(), B = NC.bwdCounts();
-      O["fwd_flops"] = countJson(F.Flops);
-      O["macs"] = countJson(F.Macs);
-      O["transcendentals"] = countJson(F.Transcendentals);
-      O["fwd_bytes"] = countJson(F.Bytes);
-      O["bwd_flops"] = countJson(B.Flops);
-      O["bwd_macs"] = countJson(B.Macs);
-      O["bwd_transcendentals"] = countJson(B.Transcendentals);
-      O["bwd_bytes"] = countJson(B.Bytes);
-      O["saved_bytes"] = countJson(nodeSavedCount(NC, C, FloatBytes));
-      O["needs_backward"] = NC.NeedsBackward;
-    } else {
-      O["unmodeled_reason"] = NC.Unmodeled.str();
-    }
-    Nodes.push_back(std::move(O));
+namespace {
+
+/// One entry of the formula document's `nodes` array.
+llvm::json::Object formulaNodeJson(const NodeCost &NC, const CostResult &C,
+                                   std::optional<double> FloatBytes) {
+  llvm::json::Object O = nodeHeaderJson(NC);
+  if (NC.Modeled) {
+    PhaseCount F = NC.fwdCounts(), B = NC.bwdCounts();
+    O["fwd_flops"] = countJson(F.Flops);
+    O["macs"] = countJson(F.Macs);
+    O["transcendentals"] = countJson(F.Transcendentals);
+    O["fwd_bytes"] = countJson(F.Bytes);
+    O["bwd_flops"] = countJson(B.Flops);
+    O["bwd_macs"] = countJson(B.Macs);
+    O["bwd_transcendentals"] = countJson(B.Transcendentals);
+    O["bwd_bytes"] = countJson(B.Bytes);
+    O["saved_bytes"] = countJson(nodeSavedCount(NC, C, FloatBytes));
+    O["needs_backward"] = NC.NeedsBackward;
+  } else {
+    O["unmodeled_reason"] = NC.Unmodeled.str();
   }
+  return O;
+}
+
+/// The document without its `nodes`.
+llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult &S,
+                                       const CostResult &C, const TrainingStepResult &T,
+                                       AnalysisManager &AM) {
+  const Config &Cfg = AM.config();
+  llvm::json::Array Ops, Needs;
   for (const OpFormulas &Op : byOpType(C))
     Ops.push_back(llvm::json::Object{{"op", Op.Op},
                                      {"count", int64_t(Op.Nodes)},
@@ -287,9 +292,33 @@ llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResul
                                                            : llvm::json::Value(1.0)},
                           {"unmodeled", unmodeledJson(C)}}},
       {"by_op_type", std::move(Ops)},
-      {"nodes", std::move(Nodes)},
       {"symbols", symbolsJson(M)},
       {"inference", nullptr},
       {"warnings", llvm::json::Array(AM.diags().warnings())}};
+  return Doc;
+}
+
+} // namespace
+
+llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResult &S,
+                                         const CostResult &C, const TrainingStepResult &T,
+                                         AnalysisManager &AM) {
+  llvm::json::Object Doc = formulaDocumentHead(M, S, C, T, AM);
+  llvm::json::Array Nodes;
+  std::optional<double> FloatBytes = floatBytes(AM.config());
+  for (const NodeCost &NC : C.Nodes)
+    Nodes.push_back(formulaNodeJson(NC, C, FloatBytes));
+  Doc["nodes"] = std::move(Nodes);
   return llvm::json::Value(std::move(Doc));
+}
+
+void ridge::writeFormulaDocument(llvm::raw_ostream &OS, const Model &M,
+                                 const GraphSummaryResult &S, const CostResult &C,
+                                 const TrainingStepResult &T, AnalysisManager &AM) {
+  llvm::json::Object Doc = formulaDocumentHead(M, S, C, T, AM);
+  std::optional<double> FloatBytes = floatBytes(AM.config());
+  writeJsonWithStreamedArray(OS, Doc, "nodes", [&](llvm::json::OStream &J) {
+    for (const NodeCost &NC : C.Nodes)
+      J.value(formulaNodeJson(NC, C, FloatBytes));
+  });
 }

@@ -47,6 +47,11 @@ void printFormulaText(const Model &M, const GraphSummaryResult &S, const CostRes
 llvm::json::Value formulaDocument(const Model &M, const GraphSummaryResult &S,
                                   const CostResult &C, const TrainingStepResult &T,
                                   AnalysisManager &AM);
+/// The same document written to OS, its nodes streamed one by one
+/// (writeJsonWithStreamedArray).
+void writeFormulaDocument(llvm::raw_ostream &OS, const Model &M, const GraphSummaryResult &S,
+                          const CostResult &C, const TrainingStepResult &T,
+                          AnalysisManager &AM);
 
 } // namespace ridge
 
