@@ -101,6 +101,17 @@ def main():
         cases.append((f"synthetic {n:,} nodes: plan, 64 devices", path,
                       [RIDGE, "plan", path, "--devices", "64", "--global-batch", "512",
                        "-o", os.devnull]))
+        if n == 100_000:
+            # The same graph with its batch a free symbol: analyze prints
+            # formulas (the peer infers the same symbolic file); and the
+            # bound graph's JSON document.
+            sym_path = os.path.join(MODELS, f"synth-{n // 1000}k-batch.onnx")
+            ensure(sym_path, [PY, os.path.join(ROOT, "bench", "gen_synthetic.py"), "--nodes",
+                              str(n), "--batch", "batch", "--out", sym_path])
+            cases.append((f"synthetic {n:,} nodes, batch free: analyze (formulas)", sym_path,
+                          [RIDGE, "analyze", sym_path, "-o", os.devnull]))
+            cases.append((f"synthetic {n:,} nodes: analyze --format json", path,
+                          [RIDGE, "analyze", path, "--format", "json", "-o", os.devnull]))
     gpt = os.path.join(MODELS, "gpt-1.7b.onnx")
     ensure(gpt, [PY, os.path.join(ROOT, "bench", "gen_gpt.py"), "--layers", "24", "--hidden",
                  "2304", "--heads", "24", "--seq", "2048", "--vocab", "51200", "--batch", "batch",
