@@ -60,7 +60,7 @@ struct Candidate {
 
 Candidate timeTiling(const GemmShape &S, const Tile &T, double Eff, double E,
                      double Split, const MathUnit &U, unsigned SMs, double ElemBytes,
-                     double Bandwidth, double Launch) {
+                     double BBytes, double Bandwidth, double Launch) {
   const kernels::Constants &K = kernels::constants();
   Candidate C;
   double Conc = std::clamp(std::floor(128 * 128 / (T.A * T.B)), 1.0, 4.0);
@@ -70,7 +70,7 @@ Candidate timeTiling(const GemmShape &S, const Tile &T, double Eff, double E,
   double KSlice = S.K / Split;
   C.Compute = Waves * Conc * 2 * T.A * T.B * (KSlice + K.K0) / (U.PeakPerSM * Eff);
   double Beta = Bandwidth * K.MemEff;
-  C.Memory = (S.M * S.K + S.K * S.N + S.M * S.N) * S.Batch * ElemBytes / Beta;
+  C.Memory = ((S.M * S.K + S.M * S.N) * ElemBytes + S.K * S.N * BBytes) * S.Batch / Beta;
   // A split K writes Split partial results in fp32 and reduces them.
   double Reduce = Split > 1 ? Split * S.M * S.N * S.Batch * 4 * 2 / Beta + Launch : 0;
   C.Seconds = std::max(C.Compute, C.Memory) + Reduce;
@@ -95,8 +95,10 @@ Limit largestLoss(const Candidate &C) {
 
 KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U,
                          unsigned SMs, double ElemBytes, double Bandwidth,
-                         double Launch) {
+                         double Launch, double BBytes) {
   const Constants &K = constants();
+  if (BBytes < 0)
+    BBytes = ElemBytes;
   KernelTime Out;
   Out.Name = Name;
   if (!(S.M > 0 && S.N > 0 && S.K > 0 && S.Batch > 0) || SMs == 0 || !(U.PeakPerSM > 0))
@@ -111,7 +113,7 @@ KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U
     for (double Split = 1; Split <= K.MaxSplit; Split *= 2) {
       if (Split > 1 && S.K / Split < K.SplitMinK)
         break;
-      Candidate C = timeTiling(S, T, Eff, U.Efficiency, Split, U, SMs, ElemBytes,
+      Candidate C = timeTiling(S, T, Eff, U.Efficiency, Split, U, SMs, ElemBytes, BBytes,
                                Bandwidth, Launch);
       if (C.Seconds < Best.Seconds)
         Best = C;
@@ -122,7 +124,7 @@ KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U
   if (std::min(S.M, S.N) == 1) {
     Candidate V;
     V.Compute = 2 * S.M * S.N * S.K * S.Batch / (U.PeakPerSM * SMs * U.Efficiency);
-    V.Memory = (S.M * S.K + S.K * S.N + S.M * S.N) * S.Batch * ElemBytes /
+    V.Memory = ((S.M * S.K + S.M * S.N) * ElemBytes + S.K * S.N * BBytes) * S.Batch /
                (Bandwidth * K.MemEff);
     V.Seconds = std::max(V.Compute, V.Memory);
     if (V.Seconds < Best.Seconds)
@@ -207,6 +209,32 @@ double dim(const Shape &S, int I) {
   return double(S.Dims[I < 0 ? S.rank() + I : I].extent());
 }
 
+/// com.microsoft MatMulNBits (A [..., K] x packed int4 B [N, K], inference):
+/// one GEMM of the flattened rows, M = A's rows, whose B stream is the
+/// weight as stored (packed bits, scales, zero points) and whose math runs
+/// at the activations' rate (each weight dequantized in the kernel, as
+/// ONNX Runtime's and the W4A16 kernels do).
+bool nbitsKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
+  const Node &N = *C.NC.N;
+  int64_t K = N.attrInt("K", 0), Nn = N.attrInt("N", 0);
+  const Shape *A = C.shape(0);
+  if (Bwd || K <= 0 || Nn <= 0 || !A || A->rank() == 0)
+    return false;
+  double Rows = 1;
+  for (size_t I = 0; I + 1 < A->rank(); ++I)
+    Rows *= dim(*A, int(I));
+  double Stored = 0;
+  for (unsigned I = 1; I < N.Inputs.size() && I <= 3; ++I) // weight, scales, zero points
+    if (const Value *V = N.input(I))
+      if (std::optional<double> E = V->Shp ? V->Shp->numElements() : std::nullopt)
+        Stored += *E * dtypeBytes(V->Elem);
+  if (!(Stored > 0))
+    return false;
+  Out.Kernels.push_back(memoGemm("gemm (int weights)", {1, Rows, double(Nn), double(K)}, C.Unit,
+                                 C.D, C.Elem, C.Memo, Stored / (double(K) * double(Nn))));
+  return true;
+}
+
 /// MatMul/Gemm: productPhase of its shape.
 bool productKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   std::optional<GemmShape> Shape = productShape(*C.NC.N);
@@ -221,14 +249,16 @@ bool productKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
 } // namespace
 
 KernelTime ridge::memoGemm(const char *Name, const GemmShape &S, const MathUnit &U,
-                           const Device &D, double Elem, GemmMemo *Memo) {
+                           const Device &D, double Elem, GemmMemo *Memo, double BBytes) {
   if (!Memo)
-    return kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth, D.LaunchOverhead);
-  GemmMemo::Key K{S.Batch, S.M, S.N, S.K, U.PeakPerSM, U.Efficiency, double(U.Tensor), Elem};
+    return kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth, D.LaunchOverhead,
+                         BBytes);
+  GemmMemo::Key K{S.Batch, S.M, S.N, S.K, U.PeakPerSM, U.Efficiency, double(U.Tensor), Elem,
+                  BBytes};
   auto [It, New] = Memo->Times.try_emplace(K);
   if (New)
-    It->second =
-        kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth, D.LaunchOverhead);
+    It->second = kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth,
+                               D.LaunchOverhead, BBytes);
   KernelTime T = It->second;
   T.Name = Name;
   return T;
@@ -449,7 +479,8 @@ PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, D
   const PhaseCost &P = Bwd ? NC.Bwd : NC.Fwd;
   if (!NC.Modeled || (Bwd && !NC.NeedsBackward))
     return Out;
-  if (hasKernelModel(D, Cfg) && NC.N->Domain.empty()) {
+  bool NBits = NC.N->Domain == "com.microsoft" && NC.N->OpType == "MatMulNBits";
+  if (hasKernelModel(D, Cfg) && (NC.N->Domain.empty() || NBits)) {
     // Operands at the cost model's widths: --dtype for floating tensors.
     const Value *V0 = NC.N->input(0);
     double Elem = V0 ? dtypeBytes(V0->Elem) : 4;
@@ -458,7 +489,9 @@ PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, D
     KernelContext C{NC, D, T, Cfg, mathUnit(D, T, Cfg), Elem, Memo};
     llvm::StringRef Op = NC.N->OpType;
     bool Done = false;
-    if (Op == "MatMul" || Op == "Gemm")
+    if (NBits)
+      Done = nbitsKernels(C, Bwd, Out);
+    else if (Op == "MatMul" || Op == "Gemm")
       Done = productKernels(C, Bwd, Out);
     else if (Op == "Conv")
       Done = convKernels(C, Bwd, Out);

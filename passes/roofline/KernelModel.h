@@ -128,9 +128,12 @@ struct Constants {
 const Constants &constants();
 
 /// Time of Shape on Unit (SMs SMs), ElemBytes per element, with the device's
-/// bandwidth and launch floor. Name labels the kernel.
+/// bandwidth and launch floor. Name labels the kernel. BBytes: bytes per
+/// element of the B operand when it is stored narrower (int4 weights with
+/// their scales, dequantized in the kernel); ElemBytes when negative.
 KernelTime gemm(const char *Name, const GemmShape &Shape, const MathUnit &Unit,
-                unsigned SMs, double ElemBytes, double Bandwidth, double Launch);
+                unsigned SMs, double ElemBytes, double Bandwidth, double Launch,
+                double BBytes = -1);
 
 /// A streaming (memory-bound or element-wise) kernel: placeOnDevice's time
 /// plus the DRAM latency when it moves bytes. Roof: that placeOnDevice
@@ -144,7 +147,7 @@ KernelTime streaming(const char *Name, const PhaseCost &P, const Device &D,
 /// model repeats its layers' shapes, and each search tries every tiling.
 class GemmMemo {
 public:
-  using Key = std::array<double, 8>;
+  using Key = std::array<double, 9>;
   std::map<Key, KernelTime> Times;
 };
 
@@ -159,7 +162,7 @@ bool hasKernelModel(const Device &D, const Config &Cfg);
 /// kernels::gemm of Shape on Unit of device D (ElemBytes per element),
 /// through Memo when given; the result carries Name.
 KernelTime memoGemm(const char *Name, const GemmShape &Shape, const MathUnit &Unit,
-                    const Device &D, double ElemBytes, GemmMemo *Memo);
+                    const Device &D, double ElemBytes, GemmMemo *Memo, double BBytes = -1);
 
 /// A matrix product of shape S: its forward kernel, or its backward's
 /// dA = dY B^T (M x K, inner N) and dB = A^T dY (K x N, inner M) for the
