@@ -1,6 +1,7 @@
 //===- ControlFlow.cpp - Shape rules: If, Loop, Scan, sequences -----------===//
 #include "analyzer/shapes/Rules.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
 
 namespace ridge::shapes {
 
@@ -50,9 +51,19 @@ void ruleIf(Ctx &C) {
     C.setType(O, A->Elem != DType::Undefined ? A->Elem : B->Elem);
     if (!A->Shp || !B->Shp || A->Shp->rank() != B->Shp->rank())
       continue;
+    // A dim the branches give differently (torchvision's batched NMS: an
+    // empty [0] when there are no boxes, else the boxes kept) is decided by
+    // which branch runs: a data-dependent symbol, at most the larger.
     Shape S;
-    for (size_t I = 0; I < A->Shp->rank(); ++I)
-      S.Dims.push_back(unionDim(A->Shp->Dims[I], B->Shp->Dims[I]));
+    for (size_t I = 0; I < A->Shp->rank(); ++I) {
+      const Dim &DA = A->Shp->Dims[I], &DB = B->Shp->Dims[I];
+      Dim U = unionDim(DA, DB);
+      if (!U.isDetermined() && DA.isDetermined() && DB.isDetermined())
+        U = dataSymbol(C, ("out" + llvm::Twine(O) + "_dim" + llvm::Twine(I)).str(),
+                       "extent of an If output whose branches differ",
+                       sym::max(DA.expr(), DB.expr()));
+      S.Dims.push_back(U);
+    }
     C.set(O, DType::Undefined, S);
   }
 }
