@@ -594,6 +594,23 @@ void ruleGather(Ctx &C) {
   C.setVals(0, Res);
 }
 
+/// GatherElements' and ScatterElements' addressing: element K of the
+/// indices (dims ID) names the data element (dims XD) at K's coordinates
+/// with axis's replaced by Index; its flat position, or none out of range.
+static std::optional<size_t> elementAt(size_t K, int64_t Index, int64_t Axis,
+                                       ArrayRef<int64_t> ID, ArrayRef<int64_t> XD,
+                                       SmallVectorImpl<int64_t> &Pos) {
+  unravel(K, ID, Pos);
+  int64_t At = Index < 0 ? Index + XD[Axis] : Index;
+  if (At < 0 || At >= XD[Axis])
+    return std::nullopt;
+  Pos[Axis] = At;
+  for (size_t D = 0; D < XD.size(); ++D)
+    if (Pos[D] >= XD[D])
+      return std::nullopt;
+  return ravel(Pos, XD);
+}
+
 /// Output [i0.., ik..] = data with axis's coordinate indices[i0.., ik..].
 void ruleGatherElements(Ctx &C) {
   C.copy(0, 1, C.elem(0));
@@ -605,15 +622,10 @@ void ruleGatherElements(Ctx &C) {
     return;
   IVec Res(I.size());
   for (size_t K = 0; K < I.size(); ++K) {
-    unravel(K, ID, Pos);
-    int64_t At = I[K] < 0 ? I[K] + XD[Axis] : I[K];
-    if (At < 0 || At >= XD[Axis])
+    std::optional<size_t> At = elementAt(K, I[K], Axis, ID, XD, Pos);
+    if (!At)
       return;
-    Pos[Axis] = At;
-    for (size_t D = 0; D < XD.size(); ++D)
-      if (Pos[D] >= XD[D])
-        return;
-    Res[K] = V[ravel(Pos, XD)];
+    Res[K] = V[*At];
   }
   C.setVals(0, Res);
 }
@@ -644,15 +656,8 @@ void ruleScatterElements(Ctx &C) {
       ID != UD || ID.size() != XD.size() || !normAxis(Axis, XD.size()))
     return;
   for (size_t K = 0; K < I.size(); ++K) {
-    unravel(K, ID, Pos);
-    int64_t At = I[K] < 0 ? I[K] + XD[Axis] : I[K];
-    if (At < 0 || At >= XD[Axis])
-      return;
-    Pos[Axis] = At;
-    for (size_t D = 0; D < XD.size(); ++D)
-      if (Pos[D] >= XD[D])
-        return;
-    if (!scatterCombine(Red, V[ravel(Pos, XD)], U[K]))
+    std::optional<size_t> At = elementAt(K, I[K], Axis, ID, XD, Pos);
+    if (!At || !scatterCombine(Red, V[*At], U[K]))
       return;
   }
   C.setVals(0, V);
