@@ -314,6 +314,10 @@ void ruleSequenceConstruct(Ctx &C) {
   setElems(C, 0, E);
 }
 
+/// Sequences longer than this are followed by their elements' common shape
+/// only.
+constexpr int64_t MaxSequenceItems = 1024;
+
 /// A position input (In) into a sequence of N elements: its index in
 /// [0, N] (or [0, N) for an existing element); the end when absent (Insert)
 /// or the last (Erase); none when computed at run time or out of range.
@@ -338,7 +342,8 @@ void ruleSequenceInsert(Ctx &C) {
   ElemInfo E = *S;
   addElement(E, T->Elem, T->Shp);
   if (E.Items) {
-    if (std::optional<size_t> P = seqPosition(C, 2, E.Items->size(), false))
+    std::optional<size_t> P = seqPosition(C, 2, E.Items->size(), false);
+    if (P && int64_t(E.Items->size()) < MaxSequenceItems)
       E.Items->insert(E.Items->begin() + *P, T->Shp);
     else
       E.Items.reset();
@@ -393,7 +398,7 @@ void ruleSplitToSequence(Ctx &C) {
         S.Dims[Axis] = Dim::known(1);
       else
         S.Dims.erase(S.Dims.begin() + Axis);
-      if (D.isKnown() && D.extent() <= int64_t(MaxValueElems))
+      if (D.isKnown() && D.extent() <= MaxSequenceItems)
         Pieces.emplace(size_t(D.extent()), 1);
     } else if (C.ints(1, Split) && !Split.empty()) {
       const Shape *SS = C.shape(1);
@@ -403,12 +408,15 @@ void ruleSplitToSequence(Ctx &C) {
                            ? Dim::known(Split[0]) : Dim{};
       else
         S.Dims[Axis] = llvm::all_equal(Split) ? Dim::known(Split[0]) : Dim{};
+      int64_t Sum = 0;
+      bool Valid = llvm::all_of(Split, [&](int64_t X) { return X >= 0 && addOk(Sum, X, Sum); });
       if (Scalar && D.isKnown() && Split[0] > 0 &&
-          ceilDiv(D.extent(), Split[0]) <= int64_t(MaxValueElems)) {
+          ceilDiv(D.extent(), Split[0]) <= MaxSequenceItems) {
         Pieces.emplace();
         for (int64_t At = 0; At < D.extent(); At += Split[0])
           Pieces->push_back(std::min(Split[0], D.extent() - At));
-      } else if (!Scalar && llvm::all_of(Split, [](int64_t X) { return X >= 0; })) {
+      } else if (!Scalar && Valid && int64_t(Split.size()) <= MaxSequenceItems &&
+                 (!D.isKnown() || Sum == D.extent())) {
         Pieces.emplace(Split.begin(), Split.end());
       }
     } else {

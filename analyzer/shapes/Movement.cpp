@@ -717,8 +717,11 @@ void ruleGatherND(Ctx &C) {
   // Values: each index tuple (within its batch) picks a slice of data.
   IVec V;
   SmallVector<int64_t, 4> I, XD, ID;
-  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID))
+  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID) || ID.back() != Last)
     return;
+  for (int64_t D = 0; D < B; ++D) // the batch dims of indices and data agree
+    if (ID[D] != XD[D])
+      return;
   size_t Batches = 1, PerBatch = 1, Slice = 1, DataPerBatch = 1;
   for (int64_t D = 0; D < B; ++D)
     Batches *= size_t(ID[D]);
@@ -796,6 +799,9 @@ void ruleExpand(Ctx &C) {
   SmallVector<int64_t, 4> XD, OD;
   if (!shapedVals(C, 0, V, XD) || !valueDims(C, 0, OD) || XD.size() > OD.size())
     return;
+  for (size_t K = 0; K < XD.size(); ++K) // (a declared output shape may disagree)
+    if (XD[K] != 1 && XD[K] != OD[OD.size() - XD.size() + K])
+      return;
   size_t N = 1;
   for (int64_t D : OD)
     N *= size_t(D);
@@ -807,7 +813,7 @@ void ruleExpand(Ctx &C) {
 
 /// The value of a tiled integer tensor of known dims and repeats: output
 /// element K reads input element (K's index mod the input dims).
-static void tileValues(Ctx &C, ArrayRef<IV> Rep) {
+static void tileValues(Ctx &C) {
   IVec V;
   SmallVector<int64_t, 4> D;
   Value *Out = C.out(0);
@@ -856,7 +862,7 @@ void ruleTile(Ctx &C) {
     Out.Dims[I] = productDim({X->Dims[I], R});
   }
   C.set(0, T, Out);
-  tileValues(C, Rep);
+  tileValues(C);
 }
 
 void rulePad(Ctx &C) {
