@@ -572,11 +572,9 @@ void ruleGather(Ctx &C) {
   }
   // Any rank: output [pre, idx..., post] reads data [pre, index, post].
   SmallVector<int64_t, 4> XD, ID, OD, Pos, Src;
-  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID) || !valueDims(C, 0, OD))
+  size_t N;
+  if (!shapedVals(C, 0, V, XD) || !shapedInts(C, 1, I, ID) || !valueDims(C, 0, OD, N))
     return;
-  size_t N = 1;
-  for (int64_t D : OD)
-    N *= size_t(D);
   IVec Res(N);
   size_t IR = ID.size();
   for (size_t K = 0; K < N; ++K) {
@@ -797,14 +795,12 @@ void ruleExpand(Ctx &C) {
   }
   // Any rank: each output element reads its broadcast source.
   SmallVector<int64_t, 4> XD, OD;
-  if (!shapedVals(C, 0, V, XD) || !valueDims(C, 0, OD) || XD.size() > OD.size())
+  size_t N;
+  if (!shapedVals(C, 0, V, XD) || !valueDims(C, 0, OD, N) || XD.size() > OD.size())
     return;
   for (size_t K = 0; K < XD.size(); ++K) // (a declared output shape may disagree)
     if (XD[K] != 1 && XD[K] != OD[OD.size() - XD.size() + K])
       return;
-  size_t N = 1;
-  for (int64_t D : OD)
-    N *= size_t(D);
   IVec Res(N);
   for (size_t K = 0; K < N; ++K)
     Res[K] = V[broadcastSource(OD, XD, K)];
@@ -815,27 +811,16 @@ void ruleExpand(Ctx &C) {
 /// element K reads input element (K's index mod the input dims).
 static void tileValues(Ctx &C) {
   IVec V;
-  SmallVector<int64_t, 4> D;
-  Value *Out = C.out(0);
-  SmallVector<int64_t, 4> OutDims;
-  if (!shapedVals(C, 0, V, D) || !Out || !knownDims(Out->Shp ? &*Out->Shp : nullptr, OutDims) ||
-      OutDims.size() != D.size())
-    return;
-  size_t N = 1;
-  for (int64_t X : OutDims)
-    N *= size_t(X);
-  if (N > MaxValueElems)
+  SmallVector<int64_t, 4> D, OutDims, Pos;
+  size_t N;
+  if (!shapedVals(C, 0, V, D) || !valueDims(C, 0, OutDims, N) || OutDims.size() != D.size())
     return;
   IVec Res(N);
   for (size_t K = 0; K < N; ++K) {
-    size_t Rem = K, Src = 0, Stride = 1;
-    for (size_t I = D.size(); I-- > 0;) {
-      size_t Idx = Rem % size_t(OutDims[I]);
-      Rem /= size_t(OutDims[I]);
-      Src += (Idx % size_t(D[I])) * Stride;
-      Stride *= size_t(D[I]);
-    }
-    Res[K] = V[Src];
+    unravel(K, OutDims, Pos);
+    for (size_t I = 0; I < D.size(); ++I)
+      Pos[I] %= D[I];
+    Res[K] = V[ravel(Pos, D)];
   }
   C.setVals(0, Res);
 }

@@ -410,8 +410,9 @@ Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound);
 bool shapedVals(Ctx &C, unsigned I, IVec &V, SmallVectorImpl<int64_t> &Dims);
 /// Input I's integers and dims, when every dim and every element is known.
 bool shapedInts(Ctx &C, unsigned I, SmallVectorImpl<int64_t> &V, SmallVectorImpl<int64_t> &Dims);
-/// Output O's dims when known and its element count within MaxValueElems.
-bool valueDims(Ctx &C, unsigned O, SmallVectorImpl<int64_t> &Dims);
+/// Output O's dims and element count N, when the dims are known and N is
+/// within MaxValueElems.
+bool valueDims(Ctx &C, unsigned O, SmallVectorImpl<int64_t> &Dims, size_t &N);
 /// Row-major index K of Dims as coordinates, and back.
 void unravel(size_t K, ArrayRef<int64_t> Dims, SmallVectorImpl<int64_t> &Idx);
 size_t ravel(ArrayRef<int64_t> Idx, ArrayRef<int64_t> Dims);

@@ -416,11 +416,11 @@ bool shapedInts(Ctx &C, unsigned I, SmallVectorImpl<int64_t> &V, SmallVectorImpl
   return true;
 }
 
-bool valueDims(Ctx &C, unsigned O, SmallVectorImpl<int64_t> &Dims) {
+bool valueDims(Ctx &C, unsigned O, SmallVectorImpl<int64_t> &Dims, size_t &N) {
   Value *Out = C.out(O);
   if (!Out || !knownDims(Out->Shp ? &*Out->Shp : nullptr, Dims))
     return false;
-  size_t N = 1;
+  N = 1;
   for (int64_t D : Dims)
     if (__builtin_mul_overflow(N, size_t(D), &N) || N > MaxValueElems)
       return false;

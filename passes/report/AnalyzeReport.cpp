@@ -653,16 +653,29 @@ llvm::Expected<ReportInputs> reportInputs(AnalysisManager &AM) {
   return In;
 }
 
-/// The formula document of M (C holds formulas).
-llvm::Expected<llvm::json::Value> formulaDocumentOf(Model &M, AnalysisManager &AM,
-                                                    const CostResult &C) {
+/// The analyses the formula report reads besides the costs.
+struct FormulaInputs {
+  GraphSummaryResult *S;
+  TrainingStepResult *T;
+};
+
+llvm::Expected<FormulaInputs> formulaInputs(AnalysisManager &AM) {
   auto S = AM.getResult<GraphSummaryAnalysis>();
   if (!S)
     return S.takeError();
   auto T = AM.getResult<TrainingStepAnalysis>();
   if (!T)
     return T.takeError();
-  return formulaDocument(M, *S, C, *T, AM);
+  return FormulaInputs{&*S, &*T};
+}
+
+/// The formula document of M (C holds formulas).
+llvm::Expected<llvm::json::Value> formulaDocumentOf(Model &M, AnalysisManager &AM,
+                                                    const CostResult &C) {
+  auto In = formulaInputs(AM);
+  if (!In)
+    return In.takeError();
+  return formulaDocument(M, *In->S, C, *In->T, AM);
 }
 
 /// analyze when the costs are formulas (CostResult::Sym): what needs numbers
@@ -680,16 +693,13 @@ llvm::Error formulaReport(Model &M, AnalysisManager &AM, const CostResult &C) {
     return needsNumbers(M, C, "--annotate");
   if (!Cfg.Budgets.empty())
     return needsNumbers(M, C, "--fail-if");
-  auto S = AM.getResult<GraphSummaryAnalysis>();
-  if (!S)
-    return S.takeError();
-  auto T = AM.getResult<TrainingStepAnalysis>();
-  if (!T)
-    return T.takeError();
+  auto In = formulaInputs(AM);
+  if (!In)
+    return In.takeError();
   if (Cfg.Format == OutputFormat::Json)
-    writeFormulaDocument(*Cfg.Out, M, *S, C, *T, AM);
+    writeFormulaDocument(*Cfg.Out, M, *In->S, C, *In->T, AM);
   else
-    printFormulaText(M, *S, C, *T, Cfg);
+    printFormulaText(M, *In->S, C, *In->T, Cfg);
   return llvm::Error::success();
 }
 
