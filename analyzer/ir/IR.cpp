@@ -75,14 +75,6 @@ std::optional<llvm::ArrayRef<int64_t>> Node::attrInts(llvm::StringRef N) const {
   return llvm::ArrayRef<int64_t>(A->Ints);
 }
 
-llvm::SmallVector<Graph *, 2> Node::subgraphs() const {
-  llvm::SmallVector<Graph *, 2> Out;
-  for (const Attribute &A : Attrs)
-    for (const auto &G : A.Graphs)
-      Out.push_back(G.get());
-  return Out;
-}
-
 Value *Graph::lookupLocal(llvm::StringRef N) const {
   std::optional<uint32_t> Id = ByName.find(N, Values);
   return Id ? Values[*Id] : nullptr;

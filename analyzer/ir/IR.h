@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringMapEntry.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/iterator.h"
+#include "llvm/ADT/iterator_range.h"
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -224,6 +225,36 @@ struct Attribute {
   Attribute &operator=(Attribute &&) noexcept = default;
 };
 
+/// Iterates the graphs of a range of attributes (each Graph or Graphs
+/// attribute's, in order).
+class SubgraphIterator {
+public:
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = Graph *;
+  using difference_type = std::ptrdiff_t;
+  using pointer = Graph *const *;
+  using reference = Graph *;
+  SubgraphIterator(const Attribute *A, const Attribute *E) : A(A), E(E) { settle(); }
+  Graph *operator*() const { return A->Graphs[G].get(); }
+  SubgraphIterator &operator++() {
+    ++G;
+    settle();
+    return *this;
+  }
+  bool operator==(const SubgraphIterator &O) const { return A == O.A && G == O.G; }
+  bool operator!=(const SubgraphIterator &O) const { return !(*this == O); }
+
+private:
+  void settle() {
+    while (A != E && G >= A->Graphs.size()) {
+      ++A;
+      G = 0;
+    }
+  }
+  const Attribute *A, *E;
+  size_t G = 0;
+};
+
 class Node {
 public:
   std::string Name; ///< may be empty in the file; the importer names it
@@ -254,8 +285,16 @@ public:
   Value *output(unsigned I) const {
     return I < Outputs.size() ? Outputs[I] : nullptr;
   }
-  /// Subgraphs held by attributes (If branches, Loop/Scan bodies).
-  llvm::SmallVector<Graph *, 2> subgraphs() const;
+  /// Subgraphs held by attributes (If branches, Loop/Scan bodies), in
+  /// attribute order, without copying (graph walks ask every node).
+  llvm::iterator_range<SubgraphIterator> subgraphs() const {
+    return {SubgraphIterator(Attrs.data(), Attrs.data() + Attrs.size()),
+            SubgraphIterator(Attrs.data() + Attrs.size(), Attrs.data() + Attrs.size())};
+  }
+  /// The same, as a list (for indexing).
+  llvm::SmallVector<Graph *, 2> subgraphList() const {
+    return llvm::SmallVector<Graph *, 2>(subgraphs());
+  }
   /// "OpType", or "Domain.OpType" outside the default domain.
   std::string qualifiedOpType() const;
   /// "ai.onnx" for the default domain, else the domain.

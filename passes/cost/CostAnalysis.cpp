@@ -402,7 +402,7 @@ double CostWalker::branchFlops(const Graph &G) {
 void CostWalker::walk(const Graph &G, double Multiplier) {
   for (const auto &NP : G.Nodes) {
     const Node &N = *NP;
-    llvm::SmallVector<Graph *, 2> Subs = N.subgraphs();
+    llvm::SmallVector<Graph *, 2> Subs = N.subgraphList();
     size_t FirstBodyRow = R.Nodes.size();
     if (!Subs.empty()) {
       seedBodies(N);

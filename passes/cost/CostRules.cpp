@@ -46,13 +46,19 @@ Count ridge::elementCount(const Value *V) {
     return *N;
   if (!V->Shp)
     return Count::undecided("'" + V->Name + "' has no known rank");
+  // The known extents multiply as a number first: a formula is made only
+  // of the symbolic dims (no constant Expr interned for each known one).
+  double Known = 1;
   Count N = 1;
   for (const Dim &D : V->Shp->Dims) {
     if (!D.isDetermined())
       return Count::undecided("'" + V->Name + "' has unknown shape " + V->Shp->str());
-    N *= Count::of(D.expr());
+    if (D.isKnown())
+      Known *= double(D.extent());
+    else
+      N *= Count::of(D.expr());
   }
-  return N;
+  return N * Known;
 }
 
 Count ridge::valueCount(const Value *V, std::optional<double> FloatBytes) {

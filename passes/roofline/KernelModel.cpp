@@ -338,7 +338,7 @@ std::optional<std::array<sym::Count, 4>> ridge::productDims(const Node &N) {
   sym::CountScope Scope;
   auto D = productDimsOf<sym::Count>(N, Determined, [](const Shape &S, int I) {
     const Dim &X = S.Dims[I < 0 ? S.rank() + I : size_t(I)];
-    return sym::Count::of(X.expr());
+    return X.isKnown() ? sym::Count(double(X.extent())) : sym::Count::of(X.expr());
   });
   if (!D || Scope.failed())
     return std::nullopt;

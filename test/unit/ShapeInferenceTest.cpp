@@ -991,7 +991,7 @@ void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
     return;
   for (size_t I = 0; I < R.Nodes.size(); ++I) {
     const Node &RN = *R.Nodes[I], &ON = *O.Nodes[I];
-    auto RS = RN.subgraphs(), OS = ON.subgraphs();
+    auto RS = RN.subgraphList(), OS = ON.subgraphList();
     for (size_t J = 0; J < RS.size() && J < OS.size(); ++J)
       compareGraphs(Model, *RS[J], *OS[J], X);
     for (size_t K = 0; K < RN.Outputs.size() && K < ON.Outputs.size(); ++K) {
