@@ -92,16 +92,27 @@ public:
   friend Count operator+(const Count &A, const Count &B) {
     if (A.isNumber() && B.isNumber())
       return A.V + B.V;
+    if (fastPair(A, B))
+      return fastForm(A.IsU ? A.Sym : B.Sym, A.V + B.V,
+                      {A.U[0] + B.U[0], A.U[1] + B.U[1], A.U[2] + B.U[2]});
     return combine('+', A, B);
   }
   friend Count operator-(const Count &A, const Count &B) {
     if (A.isNumber() && B.isNumber())
       return A.V - B.V;
+    if (fastPair(A, B))
+      return fastForm(A.IsU ? A.Sym : B.Sym, A.V - B.V,
+                      {A.U[0] - B.U[0], A.U[1] - B.U[1], A.U[2] - B.U[2]});
     return combine('-', A, B);
   }
   friend Count operator*(const Count &A, const Count &B) {
     if (A.isNumber() && B.isNumber())
       return A.V * B.V;
+    if (fastPair(A, B) && (!A.IsU || !B.IsU)) { // a polynomial scaled by a number
+      const Count &F = A.IsU ? A : B;
+      double K = A.IsU ? B.V : A.V;
+      return fastForm(F.Sym, F.V * K, {F.U[0] * K, F.U[1] * K, F.U[2] * K});
+    }
     return combine('*', A, B);
   }
   /// Exact: a formula divided by a formula that does not divide it is
@@ -139,6 +150,24 @@ public:
 
 private:
   using Terms = std::vector<CountTerm>;
+  /// A number or the univariate form (no general terms are needed).
+  bool isFast() const { return !Unknown && (IsU || !P); }
+  /// Both fast, and in one symbol when both are polynomials.
+  static bool fastPair(const Count &A, const Count &B) {
+    return A.isFast() && B.isFast() && (!A.IsU || !B.IsU || A.Sym == B.Sym);
+  }
+  /// C0 + C[0] b + C[1] b^2 + C[2] b^3 in symbol Sym; a number when the
+  /// b terms vanish (as univariate() makes it, inline: the planner's costs
+  /// take this path for nearly every operation).
+  static Count fastForm(ExprRef Sym, double C0, std::array<double, 3> C) {
+    Count R(C0);
+    if (C[0] != 0 || C[1] != 0 || C[2] != 0) {
+      R.IsU = true;
+      R.U = C;
+      R.Sym = Sym;
+    }
+    return R;
+  }
   static Count combine(char Op, const Count &A, const Count &B);
   static bool compare(const Count &A, const Count &B, bool Strict);
   static bool sameTerms(const Terms &A, const Terms &B);
