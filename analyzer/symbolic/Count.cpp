@@ -409,6 +409,31 @@ Count Count::combine(char Op, const Count &A, const Count &B) {
   }
 }
 
+std::optional<bool> Count::univariateOrder(const Count &D, bool Strict) {
+  if (!D.IsU)
+    return std::nullopt;
+  // D(b) for b >= 1: with b = t + 1 (t >= 0), D's coefficients in t all
+  // >= 0 make D >= D(1) >= 0 (> 0 when D(1) > 0); all <= 0 the reverse.
+  double C0 = D.V, C1 = D.U[0], C2 = D.U[1], C3 = D.U[2];
+  double T[4] = {C0 + C1 + C2 + C3, C1 + 2 * C2 + 3 * C3, C2 + 3 * C3, C3};
+  bool NonNeg = T[0] >= 0 && T[1] >= 0 && T[2] >= 0 && T[3] >= 0;
+  bool NonPos = T[0] <= 0 && T[1] <= 0 && T[2] <= 0 && T[3] <= 0;
+  if (NonNeg && (!Strict || T[0] > 0))
+    return true;
+  if (NonPos && (Strict || T[0] < 0))
+    return false;
+  return std::nullopt;
+}
+
+std::optional<bool> Count::provablyAtMost(const Count &A, const Count &B) {
+  if (!fastPair(A, B))
+    return std::nullopt;
+  Count D = B - A;
+  if (D.isNumber())
+    return D.V >= 0;
+  return univariateOrder(D, /*Strict=*/false);
+}
+
 bool Count::compare(const Count &A, const Count &B, bool Strict) {
   if (A.Unknown || B.Unknown)
     return false;
@@ -417,18 +442,8 @@ bool Count::compare(const Count &A, const Count &B, bool Strict) {
     return Strict ? D.V > 0 : D.V >= 0;
   if (D.Unknown)
     return false;
-  if (D.IsU) {
-    // D(b) for b >= 1: with b = t + 1 (t >= 0), D's coefficients in t all
-    // >= 0 make D >= D(1) >= 0 (> 0 when D(1) > 0); all <= 0 the reverse.
-    double C0 = D.V, C1 = D.U[0], C2 = D.U[1], C3 = D.U[2];
-    double T[4] = {C0 + C1 + C2 + C3, C1 + 2 * C2 + 3 * C3, C2 + 3 * C3, C3};
-    bool NonNeg = T[0] >= 0 && T[1] >= 0 && T[2] >= 0 && T[3] >= 0;
-    bool NonPos = T[0] <= 0 && T[1] <= 0 && T[2] <= 0 && T[3] <= 0;
-    if (NonNeg && (!Strict || T[0] > 0))
-      return true;
-    if (NonPos && (Strict || T[0] < 0))
-      return false;
-  }
+  if (std::optional<bool> R = univariateOrder(D, Strict))
+    return *R;
   // D = E / Den with Den >= 1 and E integer-valued: A < B iff E >= 1, A <= B
   // iff E >= 0.
   ExprRef E = D.numerator();
@@ -447,6 +462,12 @@ Count sym::minMax(bool IsMax, const Count &A, const Count &B) {
     return IsMax ? std::max(A.number(), B.number()) : std::min(A.number(), B.number());
   if (A.isUnknown() || B.isUnknown())
     return Count::of(nullptr);
+  // The univariate form's order, when its coefficients decide it (the
+  // planner's broadcast batch dims: max(b, 1)).
+  if (Count::provablyAtMost(A, B).value_or(false))
+    return IsMax ? B : A;
+  if (Count::provablyAtMost(B, A).value_or(false))
+    return IsMax ? A : B;
   // Over a common denominator: max(EA/DA, EB/DB) = max(EA*DB, EB*DA) / (DA*DB).
   View VA, VB;
   int64_t Den;

@@ -146,6 +146,10 @@ public:
     return A.denominator() == B.denominator() && sameTerms(*A.termsPtr(), *B.termsPtr());
   }
   friend bool operator!=(const Count &A, const Count &B) { return !(A == B); }
+  /// Whether A <= B for every binding, when numbers or the univariate form
+  /// decide it from their coefficients alone (nothing is noted when they do
+  /// not: none).
+  static std::optional<bool> provablyAtMost(const Count &A, const Count &B);
   friend bool operator>=(const Count &A, const Count &B) { return B <= A; }
 
 private:
@@ -170,6 +174,9 @@ private:
   }
   static Count combine(char Op, const Count &A, const Count &B);
   static bool compare(const Count &A, const Count &B, bool Strict);
+  /// The order 0 < D (Strict) or 0 <= D of the univariate form D for every
+  /// b >= 1, when its coefficients in b - 1 decide it.
+  static std::optional<bool> univariateOrder(const Count &D, bool Strict);
   static bool sameTerms(const Terms &A, const Terms &B);
   /// T / Den in lowest terms (a constant is a number).
   static Count make(Terms T, int64_t Den);

@@ -137,6 +137,17 @@ TEST(CountTest, UnivariateFormMatchesTheGeneralForm) {
   Count Quartic = B * B * B * B; // past degree 3: the general form
   EXPECT_FALSE(Quartic.univariate().has_value());
   EXPECT_EQ(Quartic.str(), "b^4");
+  // min and max decided from the coefficients (b >= 1: max(b, 1) = b), the
+  // same as the general form decides them; an order no binding fixes stays
+  // an atom, as there.
+  {
+    CountScope Scope;
+    EXPECT_EQ(max(B, Count(1)).str(), "b");
+    EXPECT_EQ(min(B * 2, B + 1).str(), "b + 1");
+    EXPECT_EQ(max(B * B, B * 3).str(), max(sym("b") * sym("b"), sym("b") * 3).str());
+    EXPECT_FALSE(Scope.failed());
+  }
+  EXPECT_EQ(max(B * 2, Count(3)).str(), "max(2*b, 3)");
 }
 
 TEST(CountTest, UndecidedOutsideFormulas) {
