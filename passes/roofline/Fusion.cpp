@@ -22,25 +22,26 @@ bool joinsProducer(const Node &N) {
 /// hashed for the rest (subgraphs).
 class RowIndex {
 public:
-  RowIndex(const Graph &Main, const CostResult &C) : Main(Main), MainRow(Main.Nodes.size(), SIZE_MAX) {
+  RowIndex(const Graph &Main, const CostResult &C) : Main(Main), MainRow(Main.Nodes.size(), UINT32_MAX) {
     for (size_t I = 0; I < C.Nodes.size(); ++I) {
       const Node *N = C.Nodes[I].N;
       if (N->Parent == &Main)
-        MainRow[N->Index] = I;
+        MainRow[N->Index] = uint32_t(I);
       else
         OtherRow[N] = I;
     }
   }
   std::optional<size_t> rowOf(const Node *N) const {
     if (N->Parent == &Main)
-      return MainRow[N->Index] == SIZE_MAX ? std::nullopt : std::optional(MainRow[N->Index]);
+      return MainRow[N->Index] == UINT32_MAX ? std::nullopt
+                                              : std::optional<size_t>(MainRow[N->Index]);
     auto It = OtherRow.find(N);
     return It == OtherRow.end() ? std::nullopt : std::optional(It->second);
   }
 
 private:
   const Graph &Main;
-  std::vector<size_t> MainRow;
+  std::vector<uint32_t> MainRow;
   llvm::DenseMap<const Node *, size_t> OtherRow;
 };
 
@@ -48,11 +49,11 @@ private:
 /// group (one producer edge per op: a chain, as loop fusion builds). Group[i]
 /// is node i's group id; Interior[i] the tensor that joined it (written by
 /// one member, read only by another), if any.
-void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<size_t> &Group,
+void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<uint32_t> &Group,
                  std::vector<const Value *> &Interior) {
   Group.resize(C.Nodes.size());
   for (size_t I = 0; I < Group.size(); ++I)
-    Group[I] = I;
+    Group[I] = uint32_t(I);
   Interior.assign(C.Nodes.size(), nullptr);
   for (size_t I = 0; I < C.Nodes.size(); ++I) {
     const NodeCost &NC = C.Nodes[I];
@@ -80,27 +81,34 @@ void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<size_t> 
 }
 
 /// The groups in program order (a group's id is its first member's index:
-/// numbering ids as they first appear is program order), one FusionGroup
-/// per group, not per node, with its members' summed costs.
-std::vector<FusionGroup> gatherGroups(const CostResult &C, const std::vector<size_t> &Group) {
-  std::vector<uint32_t> Slot(C.Nodes.size(), UINT32_MAX);
-  std::vector<size_t> Ids;
-  for (size_t I = 0; I < C.Nodes.size(); ++I)
-    if (Slot[Group[I]] == UINT32_MAX) {
-      Slot[Group[I]] = uint32_t(Ids.size());
-      Ids.push_back(Group[I]);
+/// numbering ids as they first appear is program order): Slot[id] its
+/// place in that order, First and Size its first member and member count.
+struct GroupOrder {
+  std::vector<uint32_t> Slot, First, Size;
+};
+
+GroupOrder orderGroups(const std::vector<uint32_t> &Group) {
+  GroupOrder O;
+  O.Slot.assign(Group.size(), UINT32_MAX);
+  for (size_t I = 0; I < Group.size(); ++I) {
+    uint32_t &S = O.Slot[Group[I]];
+    if (S == UINT32_MAX) {
+      S = uint32_t(O.First.size());
+      O.First.push_back(uint32_t(I));
+      O.Size.push_back(0);
     }
-  std::vector<FusionGroup> ById(Ids.size());
-  for (size_t I = 0; I < C.Nodes.size(); ++I) {
-    const NodeCost &NC = C.Nodes[I];
-    FusionGroup &G = ById[Slot[Group[I]]];
-    G.Members.push_back(I);
-    G.Multiplier = NC.Multiplier;
-    G.Fwd += NC.Fwd;
-    G.Bwd += NC.Bwd;
-    G.NeedsBackward |= NC.NeedsBackward;
+    ++O.Size[S];
   }
-  return ById;
+  return O;
+}
+
+/// Adds node I's costs to G.
+void join(FusionGroup &G, const NodeCost &NC, size_t I) {
+  G.Members.push_back(I);
+  G.Multiplier = NC.Multiplier;
+  G.Fwd += NC.Fwd;
+  G.Bwd += NC.Bwd;
+  G.NeedsBackward |= NC.NeedsBackward;
 }
 
 /// A group's bytes without its interior tensors (and their gradients), its
@@ -150,17 +158,37 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
   const Config &Cfg = AM.config();
   FusionResult R;
   RowIndex Rows(*M.Main, *C);
-  std::vector<size_t> Group;
+  std::vector<uint32_t> Group;
   std::vector<const Value *> Interior;
   unionChains(*C, Rows, Group, Interior);
-  for (FusionGroup &G : gatherGroups(*C, Group)) {
-    fuseGroup(G, Interior, *C, *RL, Cfg);
-    R.BytesAfter += (G.Fwd.Bytes + G.Bwd.Bytes) * G.Multiplier;
-    R.StepSecondsAfter += (G.FwdTime.Seconds + G.BwdTime.Seconds) * G.Multiplier;
-    if (G.Members.size() > 1) {
-      R.FusedOps += G.Members.size() - 1;
-      R.Groups.push_back(std::move(G));
+  // Only groups of two or more are kept (a single op's group is made in
+  // turn, in one reused record): a million-node graph's groups held at once
+  // were its largest allocation after the IR.
+  GroupOrder O = orderGroups(Group);
+  size_t NSlots = O.First.size();
+  std::vector<uint32_t> Kept(NSlots, UINT32_MAX);
+  for (size_t S = 0; S < NSlots; ++S)
+    if (O.Size[S] > 1) {
+      Kept[S] = uint32_t(R.Groups.size());
+      R.Groups.emplace_back().Members.reserve(O.Size[S]);
     }
+  for (size_t I = 0; I < C->Nodes.size(); ++I)
+    if (uint32_t K = Kept[O.Slot[Group[I]]]; K != UINT32_MAX)
+      join(R.Groups[K], C->Nodes[I], I);
+  FusionGroup One;
+  for (size_t S = 0; S < NSlots; ++S) {
+    FusionGroup *G = Kept[S] != UINT32_MAX ? &R.Groups[Kept[S]] : &One;
+    if (G == &One) {
+      std::vector<size_t> Members = std::move(One.Members); // its capacity kept
+      Members.clear();
+      One = FusionGroup();
+      One.Members = std::move(Members);
+      join(One, C->Nodes[O.First[S]], O.First[S]);
+    }
+    fuseGroup(*G, Interior, *C, *RL, Cfg);
+    R.BytesAfter += (G->Fwd.Bytes + G->Bwd.Bytes) * G->Multiplier;
+    R.StepSecondsAfter += (G->FwdTime.Seconds + G->BwdTime.Seconds) * G->Multiplier;
+    R.FusedOps += G->Members.size() - 1;
   }
   for (const NodeCost &NC : C->Nodes)
     R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.Multiplier;
