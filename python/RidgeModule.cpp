@@ -288,7 +288,7 @@ py::object analyze(py::handle Model, py::kwargs KW) {
     return printedJson([&](llvm::raw_ostream &OS) { printServing(R, SO, C, OS); });
   }
   // Free dims give formulas, as `ridge analyze` prints them.
-  C.SymbolicCosts = !C.Inference;
+  C.SymbolicCosts = true;
   LO.SymbolicShapesCosted = C.SymbolicCosts;
   std::unique_ptr<ridge::Model> M = take(Src->load(LO, Diags));
   Src.reset();

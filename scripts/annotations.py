@@ -62,6 +62,10 @@ def main():
         if "ridge.unmodeled" in p:
             print("%-16s %-8s unmodeled: %s" % (name, op, p["ridge.unmodeled"]))
             continue
+        if "ridge.seconds" not in p:  # free dims: the counts are formulas, no times
+            print("%-16s %-8s fwd_flops %s; bwd_flops %s; bytes %s" %
+                  (name, op, p["ridge.fwd_flops"], p["ridge.bwd_flops"], p["ridge.bytes"]))
+            continue
         print("%-16s %-8s %12s %12s %10s %8.4g %10.3g %s" %
               (name, op, p["ridge.fwd_flops"], p["ridge.bwd_flops"], p["ridge.bytes"],
                float(p["ridge.intensity"]), float(p["ridge.seconds"]), p["ridge.bound"]))

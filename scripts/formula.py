@@ -152,8 +152,20 @@ def compare(sym_doc, bound_doc, binding):
         for k, s in sym_doc["totals"][phase].items():
             check("totals", f"{phase}.{k}", s, bound_doc["totals"][phase][k])
     check("totals", "step_flops", sym_doc["totals"]["step_flops"], bound_doc["totals"]["step_flops"])
-    for k in ("weights", "gradients", "optimizer_state", "activations", "total"):
+    # Training: weights, gradients, optimizer state, activations; inference
+    # (options.mode): weights, the live peak (and its node), the KV cache.
+    inference = sym_doc["options"]["mode"] == "inference"
+    keys_mem = (("weights", "activations", "kv_cache", "total") if inference else
+                ("weights", "gradients", "optimizer_state", "activations", "total"))
+    for k in keys_mem:
         check("memory", k, sym_doc["memory"][k], bound_doc["memory"][k])
+    if inference:  # the bound run's peak is the node named, or one of the candidates
+        checked["memory"] += 1
+        node = sym_doc["memory"]["activation_peak_node"]
+        cands = [node] if node is not None else sym_doc["memory"]["activation_peak_candidates"]
+        if bound_doc["memory"]["activation_peak_node"] not in cands:
+            bad.append(f"memory activation_peak_node: {cands} vs bound run "
+                       f"{bound_doc['memory']['activation_peak_node']}")
     bound_ops = {o["op"]: o for o in bound_doc["by_op_type"]}
     for o in sym_doc["by_op_type"]:
         for phase in ("fwd", "bwd"):

@@ -721,7 +721,7 @@ static int runModelCommand(const Device *Dev) {
   }
   // analyze and run print what they can as formulas when dims stay free;
   // diff and plan compare and time numbers.
-  C->SymbolicCosts = (AnalyzeCmd || RunCmd) && !C->Inference;
+  C->SymbolicCosts = AnalyzeCmd || RunCmd;
   // print shows symbolic dims as they are: only what no formula gives is
   // unknown there.
   LO->SymbolicShapesCosted = C->SymbolicCosts || PrintCmd;

@@ -582,6 +582,34 @@ ExprRef sym::floorDiv(ExprRef A, ExprRef B) {
 
 ExprRef sym::divideExactly(ExprRef A, ExprRef B) {
   ExprRef Q = floorDiv(A, B);
+  if (Q && mul(Q, B) == A)
+    return Q;
+  if (!A || !B || B->isAtom() || B->terms().size() < 2)
+    return nullptr;
+  // By a polynomial of several terms ((p*s + s^2) divides 32*b*p*s + 32*b*s^2):
+  // long division in the monomial order, each step dividing the remainder's
+  // leading term by B's (A = Q B makes A's leading term Q's times B's); exact
+  // when nothing remains. Atoms (floor, mod, ...) are treated as variables,
+  // so a quotient is only ever one that multiplies back to A.
+  constexpr int MaxSteps = 1024;
+  const Term &LB = B->terms()[0];
+  Terms Quot;
+  ExprRef R = A;
+  for (int Step = 0; !(R->constant() == std::optional<int64_t>(0)); ++Step) {
+    if (Step == MaxSteps || R->isConstant())
+      return nullptr;
+    Terms TR = termsOf(R);
+    std::optional<SmallVector<Factor, 2>> M = divMono(TR[0].Mono, LB.Mono);
+    if (!M || TR[0].Coef % LB.Coef != 0)
+      return nullptr;
+    Terms One;
+    One.push_back({TR[0].Coef / LB.Coef, *M});
+    Quot.push_back(One[0]);
+    R = sub(R, mul(makePoly(std::move(One)), B));
+    if (!R)
+      return nullptr; // overflow
+  }
+  Q = makePoly(std::move(Quot));
   return Q && mul(Q, B) == A ? Q : nullptr;
 }
 

@@ -134,7 +134,7 @@ private:
   /// inference found one (Model::LoopTrips); 1 otherwise.
   sym::Count symbolicTrips(const Node &N) const {
     auto It = M.LoopTrips.find(&N);
-    if (!Cfg.SymbolicCosts || Cfg.Inference || It == M.LoopTrips.end() || !It->second ||
+    if (!Cfg.SymbolicCosts || It == M.LoopTrips.end() || !It->second ||
         It->second->isConstant())
       return 1;
     return sym::Count::of(It->second);
@@ -478,10 +478,22 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
       continue;
     }
     WeightQuantized = true;
-    double Stored = 0;
+    sym::Count Stored = 0;
     for (const Value *In : DQ->Inputs)
-      Stored += In ? valueBytes(In, FloatBytes) : 0;
-    NC.Fwd.Bytes += Stored - valueBytes(N.Inputs[I], FloatBytes);
+      Stored += In ? valueCount(In, FloatBytes) : sym::Count(0);
+    sym::Count Change = Stored - valueCount(N.Inputs[I], FloatBytes);
+    if (NC.Sym)
+      NC.Sym->Fwd.Bytes += Change;
+    else if (Change.isNumber())
+      NC.Fwd.Bytes += Change.number();
+    else // a weight whose shape holds a symbol: the node's bytes become a formula
+    {
+      PhaseCount Fwd = countsOf(NC.Fwd);
+      Fwd.Bytes += Change;
+      NC.Sym.emplace(SymbolicCost{Fwd, countsOf(NC.Bwd), NC.SavedBytes});
+      NC.Fwd = NC.Bwd = PhaseCost();
+      NC.SavedBytes = 0;
+    }
   }
   NC.IntegerMath |= WeightQuantized && ActivationQuantized;
 }
@@ -492,7 +504,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   NodeCost NC;
   NC.N = &N;
   NC.Multiplier = Multiplier;
-  CostContext C{N, {}, FloatBytes, Cfg.Inference, Cfg.SymbolicCosts && !Cfg.Inference};
+  CostContext C{N, {}, FloatBytes, Cfg.Inference, Cfg.SymbolicCosts};
   for (unsigned I = 0; I < N.Inputs.size(); ++I)
     C.InputNeedsGrad.push_back(N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) &&
                                differentiable(N, I));
@@ -544,16 +556,23 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     fuseDequantizedWeights(N, NC);
   // A cache append in place reads the new keys or values and writes them
   // into the cache's next slots; the past is neither read nor copied.
-  if (NC.Modeled && CacheAppends.contains(&N))
-    NC.Fwd.Bytes = 2 * valueBytes(N.input(1), FloatBytes);
+  if (NC.Modeled && CacheAppends.contains(&N)) {
+    if (NC.Sym)
+      NC.Sym->Fwd.Bytes = 2 * valueCount(N.input(1), FloatBytes);
+    else
+      NC.Fwd.Bytes = 2 * valueBytes(N.input(1), FloatBytes);
+  }
   // An inference runtime folds what depends on weights and constants alone
   // (a transposed or dequantized weight) once, at load (ONNX Runtime's
   // constant folding): no per-pass cost.
   if (NC.Modeled && Cfg.Inference && N.Domain.empty() && N.OpType != "Constant" &&
       foldsAtLoad(N)) {
-    if (NC.Fwd.Flops + NC.Fwd.Bytes + NC.Fwd.Transcendentals > 0)
+    // (A formula here is one in a weight's own symbolic dim: it counts.)
+    if (NC.Fwd.Flops + NC.Fwd.Bytes + NC.Fwd.Transcendentals > 0 || NC.Sym)
       ++R.FoldedNodes;
     NC.Fwd = PhaseCost();
+    if (NC.Sym)
+      NC.Sym->Fwd = PhaseCount();
   }
   if (NC.Modeled && SymTrips.isFormula())
     multiplyBySymbolicTrips(NC);

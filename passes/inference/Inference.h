@@ -42,6 +42,23 @@ struct InferenceMemoryResult {
   double KVCacheBytes = 0;
   bool KVCacheKnown = true;
   double totalBytes() const { return WeightBytes + ActivationPeakBytes + KVCacheBytes; }
+
+  /// Set when some activation's size is a formula (free symbols): the
+  /// live bytes, the peak and the cache as formulas in place of the
+  /// numbers above (which stay 0). PeakNode is then the node at the peak
+  /// when one node provably is, for every binding; else null, and the peak
+  /// is the max of the candidates'.
+  struct Formulas {
+    std::vector<sym::Count> LiveBytes; ///< per main-graph node
+    sym::Count ActivationPeakBytes = 0;
+    /// The nodes whose live bytes can be the peak (one when decided).
+    std::vector<const Node *> PeakCandidates;
+    sym::Count KVCacheBytes = 0; ///< unknown when a present's size is
+    sym::Count totalBytes(double WeightBytes) const {
+      return ActivationPeakBytes + KVCacheBytes + WeightBytes;
+    }
+  };
+  Boxed<Formulas> Sym;
 };
 
 struct InferenceMemoryAnalysis {

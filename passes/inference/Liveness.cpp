@@ -55,6 +55,71 @@ void countWeights(const Model &M, std::optional<double> FloatBytes,
   });
 }
 
+bool isDetermined(const Value *V) {
+  if (!V->Shp)
+    return false;
+  for (const Dim &D : V->Shp->Dims)
+    if (!D.isDetermined())
+      return false;
+  return true;
+}
+
+/// Whether A <= B for every binding (none when that depends on it).
+std::optional<bool> decidedAtMost(const sym::Count &A, const sym::Count &B) {
+  if (std::optional<bool> R = sym::Count::provablyAtMost(A, B))
+    return R;
+  sym::CountScope Scope; // an undecided comparison is noted here, not for a node
+  bool R = A <= B;
+  return Scope.failed() ? std::nullopt : std::optional<bool>(R);
+}
+
+/// At most this many positions whose order depends on the binding are
+/// followed as candidates for the live peak (then it needs numbers).
+constexpr size_t MaxPeakCandidates = 8;
+
+/// The live bytes per node and their peak as formulas: the sizes' running
+/// sum, and the positions not provably below another one.
+void symbolicPeak(const Graph &G, const std::vector<sym::Count> &Delta,
+                  InferenceMemoryResult::Formulas &F) {
+  size_t N = G.Nodes.size();
+  F.LiveBytes.assign(N, 0);
+  std::vector<size_t> Cands;
+  sym::Count Live = 0;
+  bool GaveUp = false;
+  for (size_t P = 0; P < N; ++P) {
+    Live += Delta[P];
+    F.LiveBytes[P] = Live;
+    if (GaveUp || Live.isUnknown()) {
+      GaveUp = true;
+      continue;
+    }
+    // An earlier position at least as large stays the peak (the numbers'
+    // rule: the first of the largest).
+    bool Dominated = false;
+    for (size_t C : Cands)
+      if (decidedAtMost(Live, F.LiveBytes[C]).value_or(false)) {
+        Dominated = true;
+        break;
+      }
+    if (Dominated)
+      continue;
+    llvm::erase_if(Cands, [&](size_t C) {
+      return decidedAtMost(F.LiveBytes[C], Live).value_or(false);
+    });
+    Cands.push_back(P);
+    GaveUp = Cands.size() > MaxPeakCandidates;
+  }
+  if (GaveUp || Cands.empty()) {
+    F.ActivationPeakBytes = sym::Count::of(nullptr);
+    return;
+  }
+  F.ActivationPeakBytes = F.LiveBytes[Cands[0]];
+  for (size_t I = 1; I < Cands.size(); ++I)
+    F.ActivationPeakBytes = sym::max(F.ActivationPeakBytes, F.LiveBytes[Cands[I]]);
+  for (size_t C : Cands)
+    F.PeakCandidates.push_back(G.Nodes[C].get());
+}
+
 } // namespace
 
 llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
@@ -71,7 +136,15 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
   if (N == 0)
     return R; // nothing runs: no activation is live while a node runs
   R.KV = findKVCache(G);
+  // A buffer's bytes: a number when its shape is known, a formula when its
+  // dims hold symbols, unknown otherwise.
+  auto Size = [&](const Value *V) -> sym::Count {
+    if (V->hasKnownShape())
+      return valueBytes(V, FloatBytes);
+    return isDetermined(V) ? valueCount(V, FloatBytes) : sym::Count::of(nullptr);
+  };
   ValueSet Cache(G);
+  sym::Count KVCount = 0;
   for (const KVCacheEntry &E : R.KV) {
     for (const Value *V : E.tensors())
       Cache.insert(V);
@@ -79,6 +152,7 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
       R.KVCacheBytes += valueBytes(E.Present, FloatBytes);
     else
       R.KVCacheKnown = false;
+    KVCount += Size(E.Present);
   }
   if (!R.KVCacheKnown)
     R.KVCacheBytes = 0;
@@ -119,12 +193,15 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
   // would have extended it when it was defined.)
   auto InPlace = [&](const Node &Nd, const Value *Out) -> const Value * {
     const OpRule *Rule = findOpRule(Nd.Domain, Nd.OpType);
-    if (!Rule || opClass(*Rule) != OpClass::ElementWise || !Out->hasKnownShape())
+    if (!Rule || opClass(*Rule) != OpClass::ElementWise)
+      return nullptr;
+    sym::Count OutBytes = Size(Out); // sizes match as formulas too: equal for every binding
+    if (OutBytes.isUnknown())
       return nullptr;
     for (const Value *In : Nd.Inputs) {
       const Value *Buf = IsActivation(In) ? Root.lookup(In) : nullptr;
       if (Buf && !Owned.count(Buf) && End.lookup(Buf) == long(Nd.Index) &&
-          Buf->hasKnownShape() && valueBytes(Buf, FloatBytes) == valueBytes(Out, FloatBytes))
+          Size(Buf) == OutBytes)
         return In;
     }
     return nullptr;
@@ -138,6 +215,29 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
       const Value *Shares = View && I == 0 ? Nd->input(0) : I == 0 ? InPlace(*Nd, Out) : nullptr;
       Define(Out, Nd->Index, Shares);
     }
+  }
+  bool Formulas = !KVCount.isNumber() && !KVCount.isUnknown();
+  for (const Value *B : Buffers)
+    Formulas |= !B->hasKnownShape() && isDetermined(B);
+  if (Formulas) {
+    // Sizes that hold symbols: the same sums as formulas.
+    auto &F = R.Sym.emplace();
+    F.KVCacheBytes = KVCount;
+    R.KVCacheBytes = 0;
+    std::vector<sym::Count> Delta(size_t(N) + 1, 0);
+    for (const Value *B : Buffers) {
+      sym::Count Bytes = Size(B);
+      if (Bytes.isUnknown()) {
+        ++R.UnknownSize;
+        continue;
+      }
+      Delta[size_t(Start.lookup(B))] += Bytes;
+      Delta[size_t(End.lookup(B)) + 1] -= Bytes;
+    }
+    symbolicPeak(G, Delta, F);
+    if (F.PeakCandidates.size() == 1)
+      R.PeakNode = F.PeakCandidates[0];
+    return R;
   }
   std::vector<double> Delta(size_t(N) + 1, 0);
   for (const Value *B : Buffers) {
@@ -167,19 +267,29 @@ llvm::Error PrintLivenessPass::run(Model &M, AnalysisManager &AM) {
   if (!R)
     return R.takeError();
   llvm::raw_ostream &OS = *AM.config().Out;
+  const InferenceMemoryResult::Formulas *F = R->Sym ? &*R->Sym : nullptr;
   for (const auto &Nd : M.Main->Nodes)
     OS << "live \"" << Nd->Name << "\" " << Nd->qualifiedOpType() << ": "
-       << exactNumber(R->LiveBytes[Nd->Index]) << "\n";
+       << (F ? F->LiveBytes[Nd->Index].str() : exactNumber(R->LiveBytes[Nd->Index])) << "\n";
   OS << "weights: " << exactNumber(R->WeightBytes) << " bytes in " << R->WeightTensors
      << " tensor(s)\n";
-  OS << "activation peak: " << exactNumber(R->ActivationPeakBytes) << " bytes";
+  OS << "activation peak: "
+     << (F ? F->ActivationPeakBytes.str() : exactNumber(R->ActivationPeakBytes)) << " bytes";
   if (R->PeakNode)
     OS << " while \"" << R->PeakNode->Name << "\" runs";
+  else if (F && F->PeakCandidates.size() > 1) {
+    OS << " (the largest of";
+    for (const Node *Nd : F->PeakCandidates)
+      OS << " \"" << Nd->Name << "\"";
+    OS << ": which depends on the binding)";
+  }
   OS << "\n";
   if (R->UnknownSize)
     OS << "activations of unknown size (not counted): " << R->UnknownSize << "\n";
   OS << "kv cache: " << R->KV.size() << " tensor(s), ";
-  if (R->KVCacheKnown)
+  if (F && !F->KVCacheBytes.isUnknown())
+    OS << F->KVCacheBytes.str() << " bytes\n";
+  else if (R->KVCacheKnown)
     OS << exactNumber(R->KVCacheBytes) << " bytes\n";
   else
     OS << "size unknown (bind the past and sequence dims)\n";

@@ -657,6 +657,7 @@ llvm::Expected<ReportInputs> reportInputs(AnalysisManager &AM) {
 struct FormulaInputs {
   GraphSummaryResult *S;
   TrainingStepResult *T;
+  const InferenceMemoryResult *Inf = nullptr;
 };
 
 llvm::Expected<FormulaInputs> formulaInputs(AnalysisManager &AM) {
@@ -666,7 +667,14 @@ llvm::Expected<FormulaInputs> formulaInputs(AnalysisManager &AM) {
   auto T = AM.getResult<TrainingStepAnalysis>();
   if (!T)
     return T.takeError();
-  return FormulaInputs{&*S, &*T};
+  FormulaInputs In{&*S, &*T};
+  if (AM.config().Inference) {
+    auto I = AM.getResult<InferenceMemoryAnalysis>();
+    if (!I)
+      return I.takeError();
+    In.Inf = &*I;
+  }
+  return In;
 }
 
 /// The formula document of M (C holds formulas).
@@ -675,7 +683,7 @@ llvm::Expected<llvm::json::Value> formulaDocumentOf(Model &M, AnalysisManager &A
   auto In = formulaInputs(AM);
   if (!In)
     return In.takeError();
-  return formulaDocument(M, *In->S, C, *In->T, AM);
+  return formulaDocument(M, *In->S, C, *In->T, In->Inf, AM);
 }
 
 /// analyze when the costs are formulas (CostResult::Sym): what needs numbers
@@ -689,18 +697,16 @@ llvm::Error formulaReport(Model &M, AnalysisManager &AM, const CostResult &C) {
     return needsNumbers(M, C, "--roofline");
   if (!Cfg.ReportPath.empty())
     return needsNumbers(M, C, "--report");
-  if (!Cfg.AnnotatePath.empty())
-    return needsNumbers(M, C, "--annotate");
   if (!Cfg.Budgets.empty())
     return needsNumbers(M, C, "--fail-if");
   auto In = formulaInputs(AM);
   if (!In)
     return In.takeError();
   if (Cfg.Format == OutputFormat::Json)
-    writeFormulaDocument(*Cfg.Out, M, *In->S, C, *In->T, AM);
+    writeFormulaDocument(*Cfg.Out, M, *In->S, C, *In->T, In->Inf, AM);
   else
-    printFormulaText(M, *In->S, C, *In->T, Cfg);
-  return llvm::Error::success();
+    printFormulaText(M, *In->S, C, *In->T, In->Inf, Cfg);
+  return writeAnalyzeFiles(M, AM, nullptr); // --annotate: the formulas, no times
 }
 
 } // namespace
@@ -752,6 +758,25 @@ llvm::Error ridge::writeAnalyzeFiles(Model &M, AnalysisManager &AM, const llvm::
   const Config &Cfg = AM.config();
   if (Cfg.RooflinePath.empty() && Cfg.AnnotatePath.empty() && Cfg.ReportPath.empty())
     return llvm::Error::success();
+  auto C = AM.getResult<CostAnalysis>();
+  if (!C)
+    return C.takeError();
+  if (C->Sym) {
+    // Formulas: the chart and the page need times; the annotated model
+    // carries the formulas.
+    if (!Cfg.RooflinePath.empty())
+      return needsNumbers(M, *C, "--roofline");
+    if (!Cfg.ReportPath.empty())
+      return needsNumbers(M, *C, "--report");
+    std::optional<llvm::json::Value> Own;
+    if (!Doc) {
+      auto D = formulaDocumentOf(M, AM, *C);
+      if (!D)
+        return D.takeError();
+      Doc = &Own.emplace(std::move(*D));
+    }
+    return writeModelAnnotations(Cfg.AnnotatePath, M, *C, nullptr, *Doc, AM.diags());
+  }
   auto In = reportInputs(AM);
   if (!In)
     return In.takeError();
@@ -773,7 +798,7 @@ llvm::Error ridge::writeAnalyzeFiles(Model &M, AnalysisManager &AM, const llvm::
   }
   if (!Cfg.AnnotatePath.empty())
     if (llvm::Error E =
-            writeModelAnnotations(Cfg.AnnotatePath, M, *In->C, *In->RL, *Doc, AM.diags()))
+            writeModelAnnotations(Cfg.AnnotatePath, M, *In->C, In->RL, *Doc, AM.diags()))
       return E;
   return llvm::Error::success();
 }

@@ -5,6 +5,7 @@
 #include "devices/Device.h"
 #include "passes/cost/CostModel.h"
 #include "passes/cost/TrainingStep.h"
+#include "passes/inference/Inference.h"
 #include "passes/report/GraphSummary.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <cmath>
@@ -135,6 +136,56 @@ Count stepFlops(const CostResult &C, const TrainingStepResult &T) {
   return C.Sym->Fwd.Flops + C.Sym->Bwd.Flops + T.Optimizer.Flops;
 }
 
+/// --inference's memory: the weights (numbers: initializers and constants)
+/// and the live peak and cache (formulas when their sizes hold symbols).
+Count inferenceActivations(const InferenceMemoryResult &I) {
+  return I.Sym ? I.Sym->ActivationPeakBytes : Count(I.ActivationPeakBytes);
+}
+Count inferenceKVCache(const InferenceMemoryResult &I) {
+  if (I.Sym)
+    return I.Sym->KVCacheBytes;
+  return I.KVCacheKnown ? Count(I.KVCacheBytes) : Count::of(nullptr);
+}
+Count inferenceTotal(const InferenceMemoryResult &I) {
+  return inferenceActivations(I) + (I.KV.empty() ? Count(0) : inferenceKVCache(I)) +
+         I.WeightBytes;
+}
+
+/// The peak's node, or the candidates whose order the binding decides.
+std::string peakText(const InferenceMemoryResult &I) {
+  if (I.PeakNode)
+    return "while '" + I.PeakNode->Name + "' (" + I.PeakNode->qualifiedOpType() + ") runs";
+  if (!I.Sym || I.Sym->PeakCandidates.empty())
+    return "its position needs numbers";
+  std::string S = "the largest of the live bytes at";
+  for (const Node *N : I.Sym->PeakCandidates)
+    S += " '" + N->Name + "'";
+  return S + ", which the binding decides";
+}
+
+void printInferenceMemory(const InferenceMemoryResult &I, llvm::raw_ostream &OS) {
+  OS << formatv("memory: weights {0} ({1} tensor(s) at their stored width) + activations "
+                "({2}, the live peak, {3})",
+                siNumber(I.WeightBytes, "B"), I.WeightTensors,
+                countText(inferenceActivations(I), "B"), peakText(I));
+  if (!I.KV.empty())
+    OS << " + KV cache (" << countText(inferenceKVCache(I), "B") << ", " << I.KV.size()
+       << " tensor(s))";
+  OS << " = " << countText(inferenceTotal(I), "B") << "\n";
+  if (I.UnknownSize)
+    OS << formatv("  ({0} activation(s) of unknown size not counted)\n", I.UnknownSize);
+}
+
+void printTrainingMemory(const CostResult &C, const TrainingStepResult &T,
+                         llvm::raw_ostream &OS) {
+  OS << "memory: weights " << siNumber(T.WeightBytes, "B");
+  if (T.MasterWeightBytes > 0)
+    OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
+  OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
+     << siNumber(T.OptimizerStateBytes, "B") << " + activations ("
+     << countText(activations(C), "B") << ") = " << countText(totalMemory(C, T), "B") << "\n";
+}
+
 std::string symbolList(const CostResult &C) {
   std::string S;
   for (const std::string &Name : C.freeSymbols())
@@ -159,10 +210,11 @@ llvm::json::Object phaseJson(const PhaseCount &P) {
 } // namespace
 
 void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
-                             const TrainingStepResult &T, const Config &Cfg) {
+                             const TrainingStepResult &T, const InferenceMemoryResult *Inf,
+                             const Config &Cfg) {
   llvm::raw_ostream &OS = *Cfg.Out;
   OS << "model: " << M.Path << " (" << S.Nodes << " nodes, " << withCommas(T.Params)
-     << " trainable parameters";
+     << (Inf ? " parameters" : " trainable parameters");
   if (C.NodeParamTensors)
     OS << ", " << withCommas(C.NodeParams) << " of them in " << C.NodeParamTensors
        << " tensor(s) the graph computes from constants";
@@ -172,12 +224,17 @@ void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const 
       OS << "input:  " << V->Name << ' ' << V->typeStr() << '\n';
   for (const Value *V : M.Main->Outputs)
     OS << "output: " << V->Name << ' ' << V->typeStr() << '\n';
-  OS << "training step: "
-     << (Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : std::string("dtype as stored"))
-     << ", " << optimizerName(Cfg.Opt) << ", recompute " << recomputeName(Cfg.Recomp) << "\n";
-  OS << formatv("costs: formulas in {0} ({1} of {2} nodes); times, roofline bounds and MFU "
-                "need numbers: bind {3}\n\n",
-                symbolList(C), C.Sym->Nodes, C.Nodes.size(), bindHint(C));
+  std::string DType =
+      Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : std::string("dtype as stored");
+  if (Inf)
+    OS << "inference: forward only, " << DType << "\n";
+  else
+    OS << "training step: " << DType << ", " << optimizerName(Cfg.Opt) << ", recompute "
+       << recomputeName(Cfg.Recomp) << "\n";
+  OS << formatv("costs: formulas in {0} ({1} of {2} nodes); times, roofline bounds and {3} "
+                "need numbers: bind {4}\n\n",
+                symbolList(C), C.Sym->Nodes, C.Nodes.size(), Inf ? "latency" : "MFU",
+                bindHint(C));
 
   OS << "per op type (largest as the symbols grow first):\n";
   for (const OpFormulas &Op : byOpType(C)) {
@@ -191,19 +248,20 @@ void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const 
                     countText(Op.Bwd.Bytes, "B"));
   }
   OS << "\ntotals:\n";
-  for (auto [Name, P] : {std::pair<const char *, PhaseCount>{"forward", C.Sym->Fwd},
-                         {"backward", C.Sym->Bwd},
-                         {"optimizer", countsOf(T.Optimizer)}})
+  auto Phase = [&](const char *Name, const PhaseCount &P) {
     OS << formatv("  {0,-10} {1}, {2}, {3}, {4}\n", Name, countText(P.Flops, "FLOP"),
                   countText(P.Macs, "MAC"), countText(P.Transcendentals, "transc"),
                   countText(P.Bytes, "B"));
-  OS << "  step       " << countText(stepFlops(C, T), "FLOP") << "\n";
-  OS << "memory: weights " << siNumber(T.WeightBytes, "B");
-  if (T.MasterWeightBytes > 0)
-    OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
-  OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
-     << siNumber(T.OptimizerStateBytes, "B") << " + activations ("
-     << countText(activations(C), "B") << ") = " << countText(totalMemory(C, T), "B") << "\n";
+  };
+  Phase("forward", C.Sym->Fwd);
+  if (Inf) {
+    printInferenceMemory(*Inf, OS);
+  } else {
+    Phase("backward", C.Sym->Bwd);
+    Phase("optimizer", countsOf(T.Optimizer));
+    OS << "  step       " << countText(stepFlops(C, T), "FLOP") << "\n";
+    printTrainingMemory(C, T, OS);
+  }
   size_t Total = C.ModeledNodes + C.UnmodeledNodes;
   OS << formatv("coverage: {0} of {1} nodes modeled ({2:P1}), {3} of them as formulas\n",
                 C.ModeledNodes, Total, Total ? double(C.ModeledNodes) / Total : 1.0,
@@ -239,8 +297,38 @@ llvm::json::Object formulaNodeJson(const NodeCost &NC, const CostResult &C,
 }
 
 /// The document without its `nodes`.
+/// --inference's memory object, counts as numbers or formulas (the keys of
+/// the numeric document's).
+llvm::json::Object inferenceMemoryJson(const InferenceMemoryResult &I) {
+  llvm::json::Array Candidates;
+  if (I.Sym)
+    for (const Node *N : I.Sym->PeakCandidates)
+      Candidates.push_back(N->Name);
+  return llvm::json::Object{
+      {"weights", I.WeightBytes},
+      {"weight_tensors", int64_t(I.WeightTensors)},
+      {"activations", countJson(inferenceActivations(I))},
+      {"activation_peak_node",
+       I.PeakNode ? llvm::json::Value(I.PeakNode->Name) : llvm::json::Value(nullptr)},
+      {"activation_peak_candidates", std::move(Candidates)},
+      {"activations_of_unknown_size", int64_t(I.UnknownSize)},
+      {"kv_cache", I.KV.empty() ? llvm::json::Value(0) : countJson(inferenceKVCache(I))},
+      {"kv_cache_tensors", int64_t(I.KV.size())},
+      {"total", countJson(inferenceTotal(I))}};
+}
+
+/// The batch: the first graph input's leading dim (a formula when free).
+llvm::json::Value batchJson(const Model &M) {
+  for (const Value *V : M.Main->Inputs)
+    if (!V->isInitializer())
+      return V->Shp && V->Shp->rank() > 0 ? exprJson(V->Shp->Dims[0].expr())
+                                          : llvm::json::Value(1);
+  return 1;
+}
+
 llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult &S,
                                        const CostResult &C, const TrainingStepResult &T,
+                                       const InferenceMemoryResult *Inf,
                                        AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   llvm::json::Array Ops, Needs;
@@ -256,7 +344,7 @@ llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult 
       {"model", M.Path},
       {"options",
        llvm::json::Object{
-           {"mode", "training"},
+           {"mode", Inf ? "inference" : "training"},
            {"dtype", Cfg.ComputeDType ? dtypeName(*Cfg.ComputeDType).str() : "as stored"},
            {"optimizer", optimizerName(Cfg.Opt)},
            {"recompute", recomputeName(Cfg.Recomp)},
@@ -278,12 +366,13 @@ llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult 
                           {"optimizer", phaseJson(countsOf(T.Optimizer))},
                           {"recompute_flops", 0},
                           {"step_flops", countJson(stepFlops(C, T))}}},
-      {"memory", llvm::json::Object{{"weights", T.WeightBytes},
-                                    {"master_weights", T.MasterWeightBytes},
-                                    {"gradients", T.GradientBytes},
-                                    {"optimizer_state", T.OptimizerStateBytes},
-                                    {"activations", countJson(activations(C))},
-                                    {"total", countJson(totalMemory(C, T))}}},
+      {"memory", Inf ? inferenceMemoryJson(*Inf)
+                     : llvm::json::Object{{"weights", T.WeightBytes},
+                                          {"master_weights", T.MasterWeightBytes},
+                                          {"gradients", T.GradientBytes},
+                                          {"optimizer_state", T.OptimizerStateBytes},
+                                          {"activations", countJson(activations(C))},
+                                          {"total", countJson(totalMemory(C, T))}}},
       {"coverage",
        llvm::json::Object{{"nodes", int64_t(C.ModeledNodes + C.UnmodeledNodes)},
                           {"modeled", int64_t(C.ModeledNodes)},
@@ -293,7 +382,12 @@ llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult 
                           {"unmodeled", unmodeledJson(C)}}},
       {"by_op_type", std::move(Ops)},
       {"symbols", symbolsJson(M)},
-      {"inference", nullptr},
+      {"inference", Inf ? llvm::json::Value(llvm::json::Object{
+                              {"batch", batchJson(M)},
+                              {"latency_seconds", nullptr},
+                              {"samples_per_second", nullptr},
+                              {"folded_nodes", int64_t(C.FoldedNodes)}})
+                        : llvm::json::Value(nullptr)},
       {"warnings", llvm::json::Array(AM.diags().warnings())}};
   return Doc;
 }
@@ -302,8 +396,9 @@ llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult 
 
 llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResult &S,
                                          const CostResult &C, const TrainingStepResult &T,
+                                         const InferenceMemoryResult *Inf,
                                          AnalysisManager &AM) {
-  llvm::json::Object Doc = formulaDocumentHead(M, S, C, T, AM);
+  llvm::json::Object Doc = formulaDocumentHead(M, S, C, T, Inf, AM);
   llvm::json::Array Nodes;
   std::optional<double> FloatBytes = floatBytes(AM.config());
   for (const NodeCost &NC : C.Nodes)
@@ -314,8 +409,9 @@ llvm::json::Value ridge::formulaDocument(const Model &M, const GraphSummaryResul
 
 void ridge::writeFormulaDocument(llvm::raw_ostream &OS, const Model &M,
                                  const GraphSummaryResult &S, const CostResult &C,
-                                 const TrainingStepResult &T, AnalysisManager &AM) {
-  llvm::json::Object Doc = formulaDocumentHead(M, S, C, T, AM);
+                                 const TrainingStepResult &T,
+                                 const InferenceMemoryResult *Inf, AnalysisManager &AM) {
+  llvm::json::Object Doc = formulaDocumentHead(M, S, C, T, Inf, AM);
   std::optional<double> FloatBytes = floatBytes(AM.config());
   writeJsonWithStreamedArray(OS, Doc, "nodes", [&](llvm::json::OStream &J) {
     for (const NodeCost &NC : C.Nodes)

@@ -22,6 +22,7 @@ namespace ridge {
 
 struct CostResult;
 struct GraphSummaryResult;
+struct InferenceMemoryResult;
 struct TrainingStepResult;
 
 /// A count as JSON: a number when it is one, its formula (a string) when
@@ -38,20 +39,22 @@ llvm::json::Array symbolsJson(const Model &M);
 /// The data-dependent symbols, one text line each.
 void printDataSymbols(const Model &M, llvm::raw_ostream &OS);
 
-/// analyze's text when C holds formulas (C.Sym).
+/// analyze's text when C holds formulas (C.Sym); Inf: --inference's
+/// memory (weights at their width, the live peak as a formula).
 void printFormulaText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
-                      const TrainingStepResult &T, const Config &Cfg);
+                      const TrainingStepResult &T, const InferenceMemoryResult *Inf,
+                      const Config &Cfg);
 /// analyze's JSON document when C holds formulas: the counts as numbers or
 /// formulas, no times (`time`, `fusion` and `memory_fits` null), and
 /// `needs_binding`: the symbols to bind for them.
 llvm::json::Value formulaDocument(const Model &M, const GraphSummaryResult &S,
                                   const CostResult &C, const TrainingStepResult &T,
-                                  AnalysisManager &AM);
+                                  const InferenceMemoryResult *Inf, AnalysisManager &AM);
 /// The same document written to OS, its nodes streamed one by one
 /// (writeJsonWithStreamedArray).
 void writeFormulaDocument(llvm::raw_ostream &OS, const Model &M, const GraphSummaryResult &S,
                           const CostResult &C, const TrainingStepResult &T,
-                          AnalysisManager &AM);
+                          const InferenceMemoryResult *Inf, AnalysisManager &AM);
 
 } // namespace ridge
 

@@ -49,73 +49,103 @@ std::string nodeKey(const Node &N) {
   return "name:" + N.Name;
 }
 
-/// What the props of one file node sum.
+/// What the props of one file node sum (counts: numbers, or formulas when
+/// the dims hold free symbols).
 struct Totals {
-  double FwdFlops = 0, BwdFlops = 0, Macs = 0, Bytes = 0, FwdBytes = 0, Seconds = 0;
+  sym::Count FwdFlops = 0, BwdFlops = 0, Macs = 0, Bytes = 0, FwdBytes = 0;
+  double Seconds = 0;
   const NodeRoofline *First = nullptr; ///< the top node's own (its bound)
   std::string Unmodeled;               ///< the top node's reason, when not modeled
   bool AnyModeled = false;
 };
 
-void add(Totals &T, const NodeCost &NC, const NodeRoofline &R, bool IsTop) {
+void add(Totals &T, const NodeCost &NC, const NodeRoofline *R, bool IsTop) {
   double K = NC.Multiplier;
   if (IsTop)
-    T.First = &R;
+    T.First = R;
   if (!NC.Modeled) {
     if (IsTop)
       T.Unmodeled = NC.Unmodeled.str();
     return;
   }
   T.AnyModeled = true;
-  T.FwdFlops += NC.Fwd.Flops * K;
-  T.BwdFlops += NC.Bwd.Flops * K;
-  T.Macs += NC.Fwd.Macs * K;
-  T.Bytes += (NC.Fwd.Bytes + NC.Bwd.Bytes) * K;
-  T.FwdBytes += NC.Fwd.Bytes * K;
-  T.Seconds += (R.Fwd.Seconds + R.Bwd.Seconds) * K;
+  PhaseCount Fwd = NC.fwdCounts(), Bwd = NC.bwdCounts();
+  T.FwdFlops += Fwd.Flops * K;
+  T.BwdFlops += Bwd.Flops * K;
+  T.Macs += Fwd.Macs * K;
+  T.Bytes += (Fwd.Bytes + Bwd.Bytes) * K;
+  T.FwdBytes += Fwd.Bytes * K;
+  if (R)
+    T.Seconds += (R->Fwd.Seconds + R->Bwd.Seconds) * K;
 }
 
-Props propsOf(const Totals &T, double Step) {
+/// A count as a prop: the number exactly, or the formula.
+std::string countProp(const sym::Count &C) {
+  return C.isNumber() ? exactNumber(C.number()) : C.str();
+}
+
+/// A node's props; with formulas (no roofline: times need numbers) the four
+/// counts only.
+Props propsOf(const Totals &T, const RooflineResult *RL) {
   if (!T.AnyModeled)
     return {{"ridge.unmodeled", T.Unmodeled.empty() ? "not costed" : T.Unmodeled}};
-  Props P{{"ridge.fwd_flops", exactNumber(T.FwdFlops)},
-          {"ridge.bwd_flops", exactNumber(T.BwdFlops)},
-          {"ridge.macs", exactNumber(T.Macs)},
-          {"ridge.bytes", exactNumber(T.Bytes)},
-          {"ridge.intensity",
-           T.FwdBytes > 0 ? exactNumber(T.FwdFlops / T.FwdBytes) : std::string("inf")},
-          {"ridge.seconds", exactNumber(T.Seconds)},
-          {"ridge.bound", T.First ? boundName(T.First->Fwd.B) : "none"},
-          {"ridge.share", exactNumber(Step > 0 ? T.Seconds / Step : 0.0)}};
+  Props P{{"ridge.fwd_flops", countProp(T.FwdFlops)},
+          {"ridge.bwd_flops", countProp(T.BwdFlops)},
+          {"ridge.macs", countProp(T.Macs)},
+          {"ridge.bytes", countProp(T.Bytes)}};
+  if (!RL)
+    return P;
+  double Step = RL->stepSeconds(), Flops = T.FwdFlops.number(), Bytes = T.FwdBytes.number();
+  P.emplace_back("ridge.intensity", Bytes > 0 ? exactNumber(Flops / Bytes) : std::string("inf"));
+  P.emplace_back("ridge.seconds", exactNumber(T.Seconds));
+  P.emplace_back("ridge.bound", T.First ? boundName(T.First->Fwd.B) : "none");
+  P.emplace_back("ridge.share", exactNumber(Step > 0 ? T.Seconds / Step : 0.0));
   return P;
 }
 
-/// The model's props: analyze's totals, read from its JSON document.
+/// The value at a dotted path of the document.
+const llvm::json::Value *at(const llvm::json::Value &Doc, llvm::StringRef Path) {
+  const llvm::json::Value *V = &Doc;
+  while (V && !Path.empty()) {
+    auto [Head, Rest] = Path.split('.');
+    const llvm::json::Object *O = V->getAsObject();
+    V = O ? O->get(Head) : nullptr;
+    Path = Rest;
+  }
+  return V;
+}
+
+/// The model's props: analyze's totals, read from its JSON document (a
+/// count there is a number, or its formula when the dims are free).
 Props modelProps(const llvm::json::Value &Doc) {
   Props P;
-  const llvm::json::Object *D = Doc.getAsObject();
-  auto Num = [&](const char *Key, llvm::StringRef Path) {
-    if (std::optional<double> X = budgetValue(Doc, Path))
+  auto Count = [&](const char *Key, llvm::StringRef Path) {
+    const llvm::json::Value *V = at(Doc, Path);
+    if (!V)
+      return;
+    if (std::optional<double> X = V->getAsNumber())
       P.emplace_back(Key, exactNumber(*X));
+    else if (std::optional<llvm::StringRef> S = V->getAsString())
+      P.emplace_back(Key, S->str());
   };
-  auto Str = [&](const char *Key, const llvm::json::Object *O, llvm::StringRef Field) {
-    if (O)
-      if (std::optional<llvm::StringRef> S = O->getString(Field))
+  auto Str = [&](const char *Key, llvm::StringRef Path) {
+    if (const llvm::json::Value *V = at(Doc, Path))
+      if (std::optional<llvm::StringRef> S = V->getAsString())
         P.emplace_back(Key, S->str());
   };
-  Str("ridge.mode", D ? D->getObject("options") : nullptr, "mode");
-  Str("ridge.device", D ? D->getObject("device") : nullptr, "name");
-  Str("ridge.dtype", D ? D->getObject("device") : nullptr, "step_dtype");
-  Num("ridge.step_flops", "totals.step_flops");
-  Num("ridge.fwd_flops", "totals.fwd.flops");
-  Num("ridge.bwd_flops", "totals.bwd.flops");
-  Num("ridge.step_seconds", "time.step_seconds");
-  Num("ridge.fwd_seconds", "time.fwd_seconds");
-  Num("ridge.mfu", "time.mfu");
-  Num("ridge.params", "params");
-  Num("ridge.memory_total", "memory.total");
-  Num("ridge.nodes_modeled", "coverage.modeled");
-  Num("ridge.nodes", "coverage.nodes");
+  Str("ridge.mode", "options.mode");
+  Str("ridge.device", "device.name");
+  Str("ridge.dtype", "device.step_dtype");
+  Count("ridge.step_flops", "totals.step_flops");
+  Count("ridge.fwd_flops", "totals.fwd.flops");
+  Count("ridge.bwd_flops", "totals.bwd.flops");
+  Count("ridge.step_seconds", "time.step_seconds");
+  Count("ridge.fwd_seconds", "time.fwd_seconds");
+  Count("ridge.mfu", "time.mfu");
+  Count("ridge.params", "params");
+  Count("ridge.memory_total", "memory.total");
+  Count("ridge.nodes_modeled", "coverage.modeled");
+  Count("ridge.nodes", "coverage.nodes");
   return P;
 }
 
@@ -150,7 +180,7 @@ llvm::Error checkExternalData(const Model &M, llvm::StringRef Out) {
 } // namespace
 
 llvm::Error ridge::writeModelAnnotations(llvm::StringRef Path, const Model &M,
-                                         const CostResult &C, const RooflineResult &RL,
+                                         const CostResult &C, const RooflineResult *RL,
                                          const llvm::json::Value &Doc,
                                          DiagnosticEngine &Diags) {
   if (llvm::Error E = checkExternalData(M, Path))
@@ -165,7 +195,7 @@ llvm::Error ridge::writeModelAnnotations(llvm::StringRef Path, const Model &M,
   llvm::StringMap<Totals> ByKey;
   for (const NodeCost &NC : C.Nodes) {
     const Node &Top = topNode(*NC.N);
-    const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
+    const NodeRoofline *R = RL ? &RL->Nodes[&NC - C.Nodes.data()] : nullptr;
     add(ByKey[nodeKey(Top)], NC, R, &Top == NC.N);
     if (A.FunctionOps.empty())
       continue;
@@ -175,9 +205,8 @@ llvm::Error ridge::writeModelAnnotations(llvm::StringRef Path, const Model &M,
       if (Slash > 0)
         add(ByKey["call:" + Name.take_front(Slash + 1).str()], NC, R, false);
   }
-  double Step = RL.stepSeconds();
   for (const auto &E : ByKey)
-    A.NodeProps[E.getKey()] = propsOf(E.getValue(), Step);
+    A.NodeProps[E.getKey()] = propsOf(E.getValue(), RL);
 
   for (const Value &V : M.Main->Values) {
     if (!annotatable(V) || V.Kind != ValueKind::Intermediate)

@@ -8,6 +8,7 @@
 //      backward), ridge.intensity (forward FLOP/byte), ridge.seconds,
 //      ridge.bound (the forward's), ridge.share (of the step time);
 //    an op ridge cannot cost gets ridge.unmodeled with the reason instead;
+//    with free dims the four counts as formulas (README's syntax), no times;
 //  - the model's metadata_props: the totals of analyze's JSON (step FLOPs
 //    and seconds, parameters, memory, coverage, device, mode);
 //  - a value_info for every main-graph value with a known rank, symbolic dims
@@ -30,10 +31,12 @@ struct RooflineResult;
 class DiagnosticEngine;
 
 /// Writes M's file annotated to Path; Doc is analyze's JSON document for M
-/// (its totals become the model's props). Says what it wrote on Diags
-/// (a note), and warns of file nodes left without props.
+/// (its totals become the model's props). RL null: the costs are formulas
+/// (free dims), and the props are the four counts as formulas, without
+/// times (intensity, seconds, bound, share need numbers). Warns of file
+/// nodes left without props.
 llvm::Error writeModelAnnotations(llvm::StringRef Path, const Model &M, const CostResult &C,
-                                  const RooflineResult &RL, const llvm::json::Value &Doc,
+                                  const RooflineResult *RL, const llvm::json::Value &Doc,
                                   DiagnosticEngine &Diags);
 
 } // namespace ridge

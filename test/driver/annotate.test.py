@@ -60,14 +60,28 @@ for v in b.graph.value_info:
             for d in v.type.tensor_type.shape.dim]
     print("value %s [%s]" % (v.name, ",".join(dims)))
 
-# Node props equal the JSON's numbers (the step's: multiplier applied).
-keys = ["ridge.fwd_flops", "ridge.bwd_flops", "ridge.macs", "ridge.bytes", "ridge.intensity",
-        "ridge.seconds", "ridge.bound", "ridge.share"]
+# Node props equal the JSON's numbers (the step's: multiplier applied). With
+# free dims (options.counts "formulas") the props are the four counts as
+# formulas, and each is compared with the JSON's at a binding (every symbol
+# 7, evaluated exactly by scripts/formula.py); no times.
+from formula import evaluate  # noqa: E402
+formulas = doc["options"].get("counts") == "formulas"
+binding = {s: 7 for s in doc.get("needs_binding", [])}
+keys = ["ridge.fwd_flops", "ridge.bwd_flops", "ridge.macs", "ridge.bytes"]
+if not formulas:
+    keys += ["ridge.intensity", "ridge.seconds", "ridge.bound", "ridge.share"]
 by_name = {n["name"]: n for n in doc["nodes"]}
-step = doc["time"]["step_seconds"]
+step = doc["time"]["step_seconds"] if not formulas else None
+
+
+def value(x):
+    """A prop or JSON count: a number (props are strings), or with formulas
+    a formula at the binding."""
+    return float(evaluate(x, binding)) if formulas and isinstance(x, str) else float(x)
 
 
 def close(x, y):
+    x, y = value(x), value(y)
     return abs(x - y) <= 1e-5 * max(abs(x), abs(y), 1e-30)
 
 
@@ -84,28 +98,34 @@ for index, node in enumerate(b.graph.node):
     if sorted(got) != sorted(keys):
         print("node %s: props %s" % (name, sorted(got)))
         continue
-    k = j["multiplier"]
-    secs = (j["fwd_time"]["seconds"] + (j["bwd_time"]["seconds"] if "bwd_time" in j else 0)) * k
-    want = {"ridge.fwd_flops": j["fwd_flops"] * k, "ridge.bwd_flops": j["bwd_flops"] * k,
-            "ridge.macs": j["macs"] * k,
-            "ridge.bytes": (j["fwd_bytes"] + j["bwd_bytes"]) * k,
-            "ridge.seconds": secs, "ridge.share": secs / step if step else 0}
-    bad = [key for key, x in want.items() if not close(float(got[key]), x)]
-    if j["fwd_bytes"]:
+    k = j.get("multiplier", 1)
+    want = {"ridge.fwd_flops": value(j["fwd_flops"]) * k, "ridge.bwd_flops": value(j["bwd_flops"]) * k,
+            "ridge.macs": value(j["macs"]) * k,
+            "ridge.bytes": (value(j["fwd_bytes"]) + value(j["bwd_bytes"])) * k}
+    if not formulas:
+        secs = (j["fwd_time"]["seconds"] + (j["bwd_time"]["seconds"] if "bwd_time" in j else 0)) * k
+        want.update({"ridge.seconds": secs, "ridge.share": secs / step if step else 0})
+    bad = [key for key, x in want.items() if not close(got[key], x)]
+    if not formulas and j["fwd_bytes"]:
         bad += [] if close(float(got["ridge.intensity"]), j["fwd_flops"] / j["fwd_bytes"]) else ["ridge.intensity"]
-    if got["ridge.bound"] != j["fwd_time"]["bound"]:
+    if not formulas and got["ridge.bound"] != j["fwd_time"]["bound"]:
         bad.append("ridge.bound")
     print("node %s: %d props, %s" % (name, len(got), "equal to the JSON" if not bad else "DIFFER: %s" % bad))
     print("  fwd_flops=%s bwd_flops=%s macs=%s bytes=%s bound=%s" %
-          (got["ridge.fwd_flops"], got["ridge.bwd_flops"], got["ridge.macs"], got["ridge.bytes"], got["ridge.bound"]))
+          (got["ridge.fwd_flops"], got["ridge.bwd_flops"], got["ridge.macs"], got["ridge.bytes"],
+           got.get("ridge.bound", "(needs numbers)")))
 
 meta = dict((e.key, e.value) for e in b.metadata_props)
 mine = [e.key for e in b.metadata_props if e.key.startswith("ridge.")]
 print("model props: %d, duplicates %d" % (len(mine), len(mine) - len(set(mine))))
-for key, want in (("ridge.step_flops", doc["totals"]["step_flops"]),
-                  ("ridge.step_seconds", doc["time"]["step_seconds"]),
-                  ("ridge.params", doc["params"]), ("ridge.memory_total", doc["memory"]["total"])):
-    print("%s %s" % (key, "equal to the JSON" if close(float(meta[key]), want) else "DIFFERS: %s vs %s" % (meta[key], want)))
+totals = [("ridge.step_flops", doc["totals"]["step_flops"]), ("ridge.params", doc["params"]),
+          ("ridge.memory_total", doc["memory"]["total"])]
+if not formulas:
+    totals.insert(1, ("ridge.step_seconds", doc["time"]["step_seconds"]))
+elif "ridge.step_seconds" in meta:
+    print("ridge.step_seconds present, but the costs are formulas")
+for key, want in totals:
+    print("%s %s" % (key, "equal to the JSON" if close(meta[key], want) else "DIFFERS: %s vs %s" % (meta[key], want)))
 others = [(e.key, e.value) for e in b.metadata_props if not e.key.startswith("ridge.")]
 print("other model props kept: %s" % (others == [(e.key, e.value) for e in a.metadata_props if not e.key.startswith("ridge.")]))
 

@@ -101,6 +101,14 @@ TEST(ExprTest, FloorDivisionIdentities) {
   EXPECT_EQ(divideExactly(P("batch*seq*768"), P("seq*12")), P("64*batch"));
   EXPECT_EQ(divideExactly(P("seq"), constant(2)), nullptr);
   EXPECT_EQ(divideExactly(P("2*seq + 2"), constant(2)), P("seq + 1"));
+  // By a polynomial of several terms: long division, exact or nothing
+  // (attention over a KV cache: scores of [b*h, s, p + s] over softmax rows).
+  EXPECT_EQ(divideExactly(P("32*b*p*s + 32*b*s^2"), P("p*s + s^2")), P("32*b"));
+  EXPECT_EQ(divideExactly(P("x^2 - 1"), P("x + 1")), P("x - 1"));
+  EXPECT_EQ(divideExactly(P("x^3 + y^3"), P("x + y")), P("x^2 - x*y + y^2"));
+  EXPECT_EQ(divideExactly(P("x^2 + 1"), P("x + 1")), nullptr);  // remainder 2
+  EXPECT_EQ(divideExactly(P("x^2 + x*y"), P("2*x + 2*y")), nullptr); // x/2: not integral
+  EXPECT_EQ(divideExactly(P("x*y + y"), P("x + y")), nullptr);
   // Division by zero is unknown, not an answer.
   EXPECT_EQ(floorDiv(W, constant(0)), nullptr);
 }
