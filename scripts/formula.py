@@ -151,7 +151,8 @@ def compare(sym_doc, bound_doc, binding):
     for phase in ("fwd", "bwd", "optimizer"):
         for k, s in sym_doc["totals"][phase].items():
             check("totals", f"{phase}.{k}", s, bound_doc["totals"][phase][k])
-    check("totals", "step_flops", sym_doc["totals"]["step_flops"], bound_doc["totals"]["step_flops"])
+    for k in ("recompute_flops", "step_flops"):
+        check("totals", k, sym_doc["totals"][k], bound_doc["totals"][k])
     # Training: weights, gradients, optimizer state, activations; inference
     # (options.mode): weights, the live peak (and its node), the KV cache.
     inference = sym_doc["options"]["mode"] == "inference"

@@ -44,23 +44,80 @@ const char *ridge::recomputeName(Config::Recompute R) {
 
 namespace {
 
+/// The recomputation policies count in T: double for numbers, sym::Count
+/// when the costs are formulas (free dims). One source for both: the
+/// structural choices (cuts, regions) are the same, only the sums differ.
+template <typename T> struct Amounts;
+template <> struct Amounts<double> {
+  static const PhaseCost &fwd(const NodeCost &NC) { return NC.Fwd; }
+  static double saved(const NodeCost &NC) { return NC.SavedBytes; }
+  static double bytes(const Value *V, std::optional<double> FloatBytes) {
+    return valueBytes(V, FloatBytes);
+  }
+  static double elements(const Value *V) { return V->numElements().value_or(-1); }
+  static bool known(double X) { return X >= 0; }
+  static double max(double A, double B) { return std::max(A, B); }
+  static bool positive(double X) { return X > 0; }
+  /// A <= B; none when that depends on the binding (never, for numbers).
+  static std::optional<bool> atMost(double A, double B) { return A <= B; }
+};
+template <> struct Amounts<sym::Count> {
+  static PhaseCount fwd(const NodeCost &NC) { return NC.fwdCounts(); }
+  static sym::Count saved(const NodeCost &NC) {
+    return NC.Sym ? NC.Sym->SavedBytes : sym::Count(NC.SavedBytes);
+  }
+  static sym::Count bytes(const Value *V, std::optional<double> FloatBytes) {
+    return valueCount(V, FloatBytes);
+  }
+  static sym::Count elements(const Value *V) {
+    sym::CountScope Scope; // an unknown shape is no attention core, not a node's reason
+    return elementCount(V);
+  }
+  static bool known(const sym::Count &X) { return !X.isUnknown(); }
+  static sym::Count max(const sym::Count &A, const sym::Count &B) { return sym::max(A, B); }
+  /// A formula count of MACs is a product of extents: nonzero.
+  static bool positive(const sym::Count &X) {
+    return X.isNumber() ? X.number() > 0 : X.isFormula();
+  }
+  static std::optional<bool> atMost(const sym::Count &A, const sym::Count &B) {
+    if (std::optional<bool> R = sym::Count::provablyAtMost(A, B))
+      return R;
+    sym::CountScope Scope;
+    bool R = A <= B;
+    return Scope.failed() ? std::nullopt : std::optional<bool>(R);
+  }
+};
+
+/// What a policy sums, in T.
+template <typename T> struct RecomputeSums {
+  T ActivationBytes = 0, RecomputeFlops = 0, RecomputeMacs = 0, RecomputeBytes = 0;
+  /// A choice the binding decides (formulas only): the policy needs numbers.
+  std::string Undecided;
+  void replay(const PhaseAmounts<T> &Fwd) {
+    RecomputeFlops += Fwd.Flops;
+    RecomputeMacs += Fwd.Macs;
+    RecomputeBytes += Fwd.Bytes;
+  }
+};
+
 /// Saved bytes of a set of node costs, each tensor once; with KeepsExtra,
 /// a node's extra saved bytes (masks, statistics) only where it says, and
 /// with Dropped, no tensor it holds.
-double savedBytes(llvm::ArrayRef<const NodeCost *> Nodes, std::optional<double> FloatBytes,
-                  llvm::function_ref<bool(const NodeCost &)> KeepsExtra = nullptr,
-                  const llvm::DenseSet<const Value *> *Dropped = nullptr) {
+template <typename T>
+T savedBytes(llvm::ArrayRef<const NodeCost *> Nodes, std::optional<double> FloatBytes,
+             llvm::function_ref<bool(const NodeCost &)> KeepsExtra = nullptr,
+             const llvm::DenseSet<const Value *> *Dropped = nullptr) {
   llvm::DenseMap<const Value *, double> Distinct;
-  double B = 0;
+  T B = 0;
   for (const NodeCost *NC : Nodes) {
     if (!KeepsExtra || KeepsExtra(*NC))
-      B += NC->SavedBytes * NC->Multiplier;
+      B += Amounts<T>::saved(*NC) * NC->Multiplier;
     for (const Value *V : NC->Saved)
       if (!V->isInitializer() && !(Dropped && Dropped->contains(V)))
         Distinct[V] = std::max(Distinct[V], NC->Multiplier);
   }
   for (const auto &[V, Mult] : Distinct)
-    B += valueBytes(V, FloatBytes) * Mult;
+    B += Amounts<T>::bytes(V, FloatBytes) * Mult;
   return B;
 }
 
@@ -117,8 +174,10 @@ void keepLayerBoundaries(const Graph &G, std::vector<size_t> &Cuts,
 /// prevent a cut, as in Megatron-LM's layer checkpointing, which passes them
 /// to each layer. Memory = checkpoints + the largest segment's saved tensors;
 /// extra FLOPs = one more forward of every segment but the last.
+template <typename T>
 void fullRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
-                   RecomputePlan &R) {
+                   RecomputePlan &R, RecomputeSums<T> &Sum) {
+  using A = Amounts<T>;
   const Graph &G = *M.Main;
   size_t N = G.Nodes.size();
   std::vector<const NodeCost *> ByIndex(N, nullptr);
@@ -148,7 +207,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   long LastMac = -1;
   for (const NodeCost &NC : C.Nodes) {
     const Node *Top = G.holderOf(NC.N);
-    if (Top->Parent == &G && NC.Fwd.Macs > 0) {
+    if (Top->Parent == &G && A::positive(A::fwd(NC).Macs)) {
       HasMacs[Top->Index] = true;
       LastMac = std::max<long>(LastMac, Top->Index);
     }
@@ -160,14 +219,14 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   // logits) is not replayed, as in Megatron's layer checkpointing.
   std::vector<size_t> Cuts;
   std::vector<const Value *> CutValues;
-  long Live = 0, Sum = 0;
+  long Live = 0, LiveIds = 0;
   bool MacsSinceCut = false;
   for (size_t P = 0; P <= N; ++P) {
     Live += Count[P];
-    Sum += IdSum[P];
+    LiveIds += IdSum[P];
     if (P >= 1 && P < N && Live == 1 && MacsSinceCut && long(P) <= LastMac) {
       Cuts.push_back(P);
-      CutValues.push_back(Ids[Sum]);
+      CutValues.push_back(Ids[LiveIds]);
       MacsSinceCut = false;
     }
     if (P < N && HasMacs[P])
@@ -179,58 +238,58 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   R.CutValues = CutValues;
   // Segment saved bytes: nodes of the main graph (and their subgraph nodes,
   // which follow them in C.Nodes) grouped between cuts.
-  double Checkpoints = 0;
+  T Checkpoints = 0;
   llvm::DenseSet<const Value *> Seen;
   for (const Value *V : CutValues)
     if (Seen.insert(V).second)
-      Checkpoints += valueBytes(V, FloatBytes);
-  double Largest = 0;
+      Checkpoints += A::bytes(V, FloatBytes);
+  T Largest = 0;
   std::vector<const NodeCost *> Segment;
-  PhaseCost SegmentFwd; // forward amounts of the segment being collected
+  PhaseAmounts<T> SegmentFwd; // forward amounts of the segment being collected
   size_t CutIdx = 0;
   for (const NodeCost &NC : C.Nodes) {
     const Node *Top = G.holderOf(NC.N);
     if (Top->Parent != &G)
       continue; // function bodies are not in the main graph
     while (CutIdx < Cuts.size() && Top->Index >= Cuts[CutIdx]) {
-      Largest = std::max(Largest, savedBytes(Segment, FloatBytes));
-      R.RecomputeFlops += SegmentFwd.Flops;
-      R.RecomputeMacs += SegmentFwd.Macs;
-      R.RecomputeBytes += SegmentFwd.Bytes;
+      Largest = A::max(Largest, savedBytes<T>(Segment, FloatBytes));
+      Sum.replay(SegmentFwd);
       for (const NodeCost *S : Segment)
         R.Recomputed[S - C.Nodes.data()] = S->Modeled;
       Segment.clear();
-      SegmentFwd = PhaseCost();
+      SegmentFwd = PhaseAmounts<T>();
       ++CutIdx;
     }
     Segment.push_back(&NC);
-    SegmentFwd += NC.Fwd * NC.Multiplier;
+    SegmentFwd += A::fwd(NC) * NC.Multiplier;
   }
   // The last segment is not replayed: its activations are still held when
   // the backward starts (Megatron's checkpointing does the same).
-  Largest = std::max(Largest, savedBytes(Segment, FloatBytes));
-  R.ActivationBytes = Cuts.empty() ? R.ActivationBytesNoRecompute : Checkpoints + Largest;
+  Largest = A::max(Largest, savedBytes<T>(Segment, FloatBytes));
+  if (!Cuts.empty())
+    Sum.ActivationBytes = Checkpoints + Largest;
 }
 
 /// `cheap`: keep what matrix products and convolutions save; recompute
 /// every cheaper op (element-wise, normalization, softmax, dropout) from
 /// them in the backward. Extra FLOPs = those ops' forward.
-void cheapRecompute(const CostResult &C, std::optional<double> FloatBytes, RecomputePlan &R) {
+template <typename T>
+void cheapRecompute(const CostResult &C, std::optional<double> FloatBytes, RecomputePlan &R,
+                    RecomputeSums<T> &Sum) {
+  using A = Amounts<T>;
   std::vector<const NodeCost *> Kept;
   for (const NodeCost &NC : C.Nodes) {
     if (!NC.Modeled || !NC.NeedsBackward)
       continue;
-    if (NC.Fwd.Macs > 0) {
+    if (A::positive(A::fwd(NC).Macs)) {
       Kept.push_back(&NC);
     } else {
       R.KeptSaved[&NC - C.Nodes.data()] = false;
       R.Recomputed[&NC - C.Nodes.data()] = true;
-      R.RecomputeFlops += NC.Fwd.Flops * NC.Multiplier;
-      R.RecomputeMacs += NC.Fwd.Macs * NC.Multiplier;
-      R.RecomputeBytes += NC.Fwd.Bytes * NC.Multiplier;
+      Sum.replay(A::fwd(NC) * NC.Multiplier);
     }
   }
-  R.ActivationBytes = savedBytes(Kept, FloatBytes);
+  Sum.ActivationBytes = savedBytes<T>(Kept, FloatBytes);
 }
 
 /// A matrix product of two activations (tensors computed from a graph
@@ -250,16 +309,31 @@ bool isActivationProduct(const Node &N, const ValueMap<uint8_t> &Act) {
 /// s, d] and k [b, a, d, s]): the nodes A's output reaches up to and
 /// including the next product of two activations, through no other matrix
 /// product, graph output or subgraph; empty when there is none.
+template <typename T>
 std::vector<const Node *> attentionCore(const Graph &G, const Node &A,
                                         const ValueMap<uint8_t> &Act,
-                                        const std::vector<const NodeCost *> &ByIndex) {
+                                        const std::vector<const NodeCost *> &ByIndex,
+                                        std::string &Undecided) {
+  using Am = Amounts<T>;
   const Value *Out = A.Outputs.empty() ? nullptr : A.Outputs[0];
-  std::optional<double> OutElems = Out ? Out->numElements() : std::nullopt;
-  if (!OutElems)
+  if (!Out)
     return {};
-  for (const Value *In : A.Inputs)
-    if (In->numElements().value_or(*OutElems) >= *OutElems)
+  T OutElems = Am::elements(Out);
+  if (!Am::known(OutElems))
+    return {};
+  for (const Value *In : A.Inputs) {
+    T InElems = Am::elements(In);
+    if (!Am::known(InElems))
       return {};
+    std::optional<bool> Larger = Am::atMost(OutElems, InElems);
+    if (!Larger) { // the scores outgrow q and k only past some sequence length
+      Undecided = "whether '" + Out->Name + "' (" + Out->Shp->str() + ") is larger than '" +
+                  In->Name + "' (" + In->Shp->str() + ") depends on the binding";
+      return {};
+    }
+    if (*Larger)
+      return {};
+  }
   std::vector<const Node *> Region{&A}, Work{&A};
   llvm::DenseSet<const Node *> In{&A};
   const Node *End = nullptr;
@@ -281,7 +355,7 @@ std::vector<const Node *> attentionCore(const Graph &G, const Node &A,
           continue;
         const NodeCost *NC = ByIndex[U->Index];
         bool Product = isActivationProduct(*U, Act);
-        if (!Product && NC && NC->Fwd.Macs > 0)
+        if (!Product && NC && Am::positive(Am::fwd(*NC).Macs))
           return {}; // a weight product inside: not an attention core
         if (Product) {
           if (End && End != U)
@@ -308,8 +382,9 @@ std::vector<const Node *> attentionCore(const Graph &G, const Node &A,
 /// produces (the scores and probabilities, which grow with s^2: 5as^2b of
 /// the per-layer sbh(34 + 5as/h) bytes) is not kept; its inputs q, k, v are.
 /// Extra FLOPs = the regions' forward.
+template <typename T>
 void selectiveRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
-                        RecomputePlan &R) {
+                        RecomputePlan &R, RecomputeSums<T> &Sum) {
   const Graph &G = *M.Main;
   std::vector<const NodeCost *> ByIndex(G.Nodes.size(), nullptr);
   for (const NodeCost &NC : C.Nodes)
@@ -322,7 +397,9 @@ void selectiveRecompute(const Model &M, const CostResult &C, std::optional<doubl
   for (const auto &N : G.Nodes) {
     if (Recomputed.contains(N.get()) || !isActivationProduct(*N, Act))
       continue;
-    std::vector<const Node *> Region = attentionCore(G, *N, Act, ByIndex);
+    std::vector<const Node *> Region = attentionCore<T>(G, *N, Act, ByIndex, Sum.Undecided);
+    if (!Sum.Undecided.empty())
+      return;
     if (Region.empty())
       continue;
     ++R.Regions;
@@ -338,9 +415,7 @@ void selectiveRecompute(const Model &M, const CostResult &C, std::optional<doubl
           // their inputs from outside the region, filtered below).
           if (X != Region.front() && X != End)
             R.KeptSaved[I] = false;
-          R.RecomputeFlops += NC->Fwd.Flops * NC->Multiplier;
-          R.RecomputeMacs += NC->Fwd.Macs * NC->Multiplier;
-          R.RecomputeBytes += NC->Fwd.Bytes * NC->Multiplier;
+          Sum.replay(Amounts<T>::fwd(*NC) * NC->Multiplier);
         }
       }
       if (X != End)
@@ -354,9 +429,24 @@ void selectiveRecompute(const Model &M, const CostResult &C, std::optional<doubl
   All.reserve(C.Nodes.size());
   for (const NodeCost &NC : C.Nodes)
     All.push_back(&NC);
-  R.ActivationBytes = savedBytes(
+  Sum.ActivationBytes = savedBytes<T>(
       All, FloatBytes, [&](const NodeCost &NC) { return bool(R.KeptSaved[&NC - C.Nodes.data()]); },
       &R.Dropped);
+}
+
+/// Runs the policy Mode in T, its sums starting from no recomputation.
+template <typename T>
+RecomputeSums<T> runPolicy(const Model &M, const CostResult &C, Config::Recompute Mode,
+                           std::optional<double> FloatBytes, T NoRecompute, RecomputePlan &P) {
+  RecomputeSums<T> Sum;
+  Sum.ActivationBytes = NoRecompute;
+  if (Mode == Config::Recompute::Full)
+    fullRecompute<T>(M, C, FloatBytes, P, Sum);
+  else if (Mode == Config::Recompute::Selective)
+    selectiveRecompute<T>(M, C, FloatBytes, P, Sum);
+  else if (Mode == Config::Recompute::Cheap)
+    cheapRecompute<T>(C, FloatBytes, P, Sum);
+  return Sum;
 }
 
 } // namespace
@@ -435,12 +525,21 @@ RecomputePlan ridge::planRecompute(const Model &M, const CostResult &C,
   P.ActivationBytes = C.SavedActivationBytes;
   P.Recomputed.assign(C.Nodes.size(), false);
   P.KeptSaved.assign(C.Nodes.size(), true);
-  if (Mode == Config::Recompute::Full)
-    fullRecompute(M, C, FloatBytes, P);
-  else if (Mode == Config::Recompute::Selective)
-    selectiveRecompute(M, C, FloatBytes, P);
-  else if (Mode == Config::Recompute::Cheap)
-    cheapRecompute(C, FloatBytes, P);
+  if (C.Sym) {
+    // Formulas: the sums as formulas (the numbers above stay the numeric
+    // nodes' part, as CostResult's do).
+    RecomputeSums<sym::Count> S =
+        runPolicy<sym::Count>(M, C, Mode, FloatBytes, C.Sym->SavedActivationBytes, P);
+    P.Sym.emplace(RecomputePlan::Formulas{S.ActivationBytes, C.Sym->SavedActivationBytes,
+                                          S.RecomputeFlops, S.RecomputeMacs, S.RecomputeBytes,
+                                          S.Undecided});
+    return P;
+  }
+  RecomputeSums<double> S = runPolicy<double>(M, C, Mode, FloatBytes, C.SavedActivationBytes, P);
+  P.ActivationBytes = S.ActivationBytes;
+  P.RecomputeFlops = S.RecomputeFlops;
+  P.RecomputeMacs = S.RecomputeMacs;
+  P.RecomputeBytes = S.RecomputeBytes;
   return P;
 }
 
@@ -450,11 +549,8 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
   if (!C)
     return C.takeError();
   const Config &Cfg = AM.config();
-  // With formulas, only the weights, gradients, optimizer state and update
-  // are numbers here (the report takes the activations from the formulas);
-  // recomputation chooses cuts by comparing sizes, which needs numbers.
-  if (C->Sym && Cfg.Recomp != Config::Recompute::None)
-    return needsNumbers(M, *C, std::string("--recompute ") + recomputeName(Cfg.Recomp));
+  // With formulas the weights, gradients, optimizer state and update are
+  // numbers here, the activations and recomputation formulas (R.Sym).
   TrainingStepResult R;
   R.Params = C->TrainableParams;
   if (Cfg.Inference) { // no step: nothing updated, saved or replayed
@@ -480,6 +576,12 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
                                   (Mixed ? W : 0));
   std::optional<double> FloatBytes = floatBytes(Cfg);
   RecomputePlan P = planRecompute(M, *C, Cfg.Recomp, FloatBytes);
+  if (P.Sym && !P.Sym->Undecided.empty())
+    return needsNumbers(M, *C,
+                        std::string("--recompute ") + recomputeName(Cfg.Recomp) + " (" +
+                            P.Sym->Undecided + ")");
+  if (P.Sym)
+    R.Sym.emplace(*P.Sym);
   R.ActivationBytes = P.ActivationBytes;
   R.ActivationBytesNoRecompute = P.ActivationBytesNoRecompute;
   R.RecomputeFlops = P.RecomputeFlops;

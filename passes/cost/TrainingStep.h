@@ -37,6 +37,16 @@ struct RecomputePlan {
   /// selective: tensors the recomputed regions produce; no node keeps them.
   llvm::DenseSet<const Value *> Dropped;
   size_t Regions = 0;                    ///< selective: attention cores found
+  /// With formula costs (CostResult::Sym): the sums as formulas in place of
+  /// the numbers above (which then hold the numeric nodes' part only).
+  struct Formulas {
+    sym::Count ActivationBytes = 0, ActivationBytesNoRecompute = 0;
+    sym::Count RecomputeFlops = 0, RecomputeMacs = 0, RecomputeBytes = 0;
+    /// Non-empty: a choice of the policy depends on the binding (whether
+    /// attention's scores outgrow q and k): it needs numbers.
+    std::string Undecided;
+  };
+  Boxed<Formulas> Sym;
 };
 /// The main graph's activations (tensors computed from a graph input: not
 /// parameters, not constants), each with the position that defines it (-1:
@@ -79,6 +89,8 @@ struct TrainingStepResult {
   size_t Checkpoints = 0;  ///< full recomputation: segment boundaries used
   /// Per CostResult node: is its forward replayed in the backward?
   std::vector<bool> Recomputed;
+  /// With formula costs: activations and recomputation as formulas.
+  Boxed<RecomputePlan::Formulas> Sym;
   double stepFlops(const CostResult &C) const {
     return C.Fwd.Flops + C.Bwd.Flops + RecomputeFlops + Optimizer.Flops;
   }

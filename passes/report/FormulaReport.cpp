@@ -125,15 +125,20 @@ std::vector<OpFormulas> byOpType(const CostResult &C) {
   return V;
 }
 
-/// The activations and the whole footprint (recompute none: what TrainingStep
-/// leaves to the formulas).
-Count activations(const CostResult &C) { return C.Sym->SavedActivationBytes; }
+/// The activations held (after the recomputation policy) and the whole
+/// footprint; the step's FLOPs with the forwards replayed.
+Count activations(const CostResult &C, const TrainingStepResult &T) {
+  return T.Sym ? T.Sym->ActivationBytes : C.Sym->SavedActivationBytes;
+}
+Count recomputeFlops(const TrainingStepResult &T) {
+  return T.Sym ? T.Sym->RecomputeFlops : Count(T.RecomputeFlops);
+}
 Count totalMemory(const CostResult &C, const TrainingStepResult &T) {
-  return activations(C) + T.WeightBytes + T.MasterWeightBytes + T.GradientBytes +
+  return activations(C, T) + T.WeightBytes + T.MasterWeightBytes + T.GradientBytes +
          T.OptimizerStateBytes;
 }
 Count stepFlops(const CostResult &C, const TrainingStepResult &T) {
-  return C.Sym->Fwd.Flops + C.Sym->Bwd.Flops + T.Optimizer.Flops;
+  return C.Sym->Fwd.Flops + C.Sym->Bwd.Flops + recomputeFlops(T) + T.Optimizer.Flops;
 }
 
 /// --inference's memory: the weights (numbers: initializers and constants)
@@ -183,7 +188,7 @@ void printTrainingMemory(const CostResult &C, const TrainingStepResult &T,
     OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
   OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
      << siNumber(T.OptimizerStateBytes, "B") << " + activations ("
-     << countText(activations(C), "B") << ") = " << countText(totalMemory(C, T), "B") << "\n";
+     << countText(activations(C, T), "B") << ") = " << countText(totalMemory(C, T), "B") << "\n";
 }
 
 std::string symbolList(const CostResult &C) {
@@ -258,6 +263,9 @@ void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const 
     printInferenceMemory(*Inf, OS);
   } else {
     Phase("backward", C.Sym->Bwd);
+    if (Cfg.Recomp != Config::Recompute::None && T.Sym)
+      Phase("recompute", PhaseCount{T.Sym->RecomputeFlops, T.Sym->RecomputeMacs, 0,
+                                    T.Sym->RecomputeBytes});
     Phase("optimizer", countsOf(T.Optimizer));
     OS << "  step       " << countText(stepFlops(C, T), "FLOP") << "\n";
     printTrainingMemory(C, T, OS);
@@ -364,14 +372,14 @@ llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult 
        llvm::json::Object{{"fwd", phaseJson(C.Sym->Fwd)},
                           {"bwd", phaseJson(C.Sym->Bwd)},
                           {"optimizer", phaseJson(countsOf(T.Optimizer))},
-                          {"recompute_flops", 0},
+                          {"recompute_flops", countJson(recomputeFlops(T))},
                           {"step_flops", countJson(stepFlops(C, T))}}},
       {"memory", Inf ? inferenceMemoryJson(*Inf)
                      : llvm::json::Object{{"weights", T.WeightBytes},
                                           {"master_weights", T.MasterWeightBytes},
                                           {"gradients", T.GradientBytes},
                                           {"optimizer_state", T.OptimizerStateBytes},
-                                          {"activations", countJson(activations(C))},
+                                          {"activations", countJson(activations(C, T))},
                                           {"total", countJson(totalMemory(C, T))}}},
       {"coverage",
        llvm::json::Object{{"nodes", int64_t(C.ModeledNodes + C.UnmodeledNodes)},
