@@ -132,6 +132,9 @@ private:
   std::optional<double> tripCount(const Node &N, bool &Known);
   /// A Loop's trip count as a formula when costs may be formulas and shape
   /// inference found one (Model::LoopTrips); 1 otherwise.
+  /// V's bytes: a number (0 when its size is unknown, as valueBytes has
+  /// it), a formula when its dims hold symbols and costs may be formulas.
+  sym::Count sizeCount(const Value *V) const;
   sym::Count symbolicTrips(const Node &N) const {
     auto It = M.LoopTrips.find(&N);
     if (!Cfg.SymbolicCosts || It == M.LoopTrips.end() || !It->second ||
@@ -463,6 +466,10 @@ const Node *dequantizedFromInteger(const Value *V) {
              : nullptr;
 }
 
+sym::Count CostWalker::sizeCount(const Value *V) const {
+  return Cfg.SymbolicCosts ? determinedBytes(V, FloatBytes) : valueBytes(V, FloatBytes);
+}
+
 void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
   llvm::StringRef Op = N.OpType;
   if (!N.Domain.empty() ||
@@ -480,14 +487,13 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
     WeightQuantized = true;
     sym::Count Stored = 0;
     for (const Value *In : DQ->Inputs)
-      Stored += In ? valueCount(In, FloatBytes) : sym::Count(0);
-    sym::Count Change = Stored - valueCount(N.Inputs[I], FloatBytes);
-    if (NC.Sym)
+      Stored += In ? sizeCount(In) : sym::Count(0);
+    sym::Count Change = Stored - sizeCount(N.Inputs[I]);
+    if (NC.Sym) {
       NC.Sym->Fwd.Bytes += Change;
-    else if (Change.isNumber())
+    } else if (Change.isNumber()) {
       NC.Fwd.Bytes += Change.number();
-    else // a weight whose shape holds a symbol: the node's bytes become a formula
-    {
+    } else { // a weight whose shape holds a symbol: the node's bytes become a formula
       PhaseCount Fwd = countsOf(NC.Fwd);
       Fwd.Bytes += Change;
       NC.Sym.emplace(SymbolicCost{Fwd, countsOf(NC.Bwd), NC.SavedBytes});
@@ -558,7 +564,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   // into the cache's next slots; the past is neither read nor copied.
   if (NC.Modeled && CacheAppends.contains(&N)) {
     if (NC.Sym)
-      NC.Sym->Fwd.Bytes = 2 * valueCount(N.input(1), FloatBytes);
+      NC.Sym->Fwd.Bytes = 2 * sizeCount(N.input(1));
     else
       NC.Fwd.Bytes = 2 * valueBytes(N.input(1), FloatBytes);
   }

@@ -188,6 +188,10 @@ struct CostAnalysis {
 /// Bytes of V with floating-point elements at FloatBytes each when given
 /// (--dtype), else at V's own element size; 0 when its shape is unknown.
 double valueBytes(const Value *V, std::optional<double> FloatBytes);
+/// V's bytes as a count: a number when its shape is known, its formula when
+/// its dims are symbolic, and valueBytes' 0 when one is unknown (never an
+/// unknown count: a size nobody knows adds nothing, as with numbers).
+sym::Count determinedBytes(const Value *V, std::optional<double> FloatBytes);
 /// V's elements as a count: a number when its shape is known, a formula
 /// when its dims are symbolic, unknown (undecided) when one is unknown.
 sym::Count elementCount(const Value *V);

@@ -61,6 +61,15 @@ Count ridge::elementCount(const Value *V) {
   return N * Known;
 }
 
+Count ridge::determinedBytes(const Value *V, std::optional<double> FloatBytes) {
+  if (V->hasKnownShape() || !V->Shp)
+    return valueBytes(V, FloatBytes);
+  for (const Dim &D : V->Shp->Dims)
+    if (!D.isDetermined())
+      return valueBytes(V, FloatBytes);
+  return valueCount(V, FloatBytes);
+}
+
 Count ridge::valueCount(const Value *V, std::optional<double> FloatBytes) {
   return elementCount(V) *
          (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));

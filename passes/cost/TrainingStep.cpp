@@ -67,7 +67,7 @@ template <> struct Amounts<sym::Count> {
     return NC.Sym ? NC.Sym->SavedBytes : sym::Count(NC.SavedBytes);
   }
   static sym::Count bytes(const Value *V, std::optional<double> FloatBytes) {
-    return valueCount(V, FloatBytes);
+    return determinedBytes(V, FloatBytes);
   }
   static sym::Count elements(const Value *V) {
     sym::CountScope Scope; // an unknown shape is no attention core, not a node's reason

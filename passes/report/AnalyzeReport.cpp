@@ -617,6 +617,17 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   printDataSymbols(M, OS);
 }
 
+/// --inference's memory (weights, the live peak, the KV cache); null for a
+/// training step.
+llvm::Expected<const InferenceMemoryResult *> inferenceMemoryIf(AnalysisManager &AM) {
+  if (!AM.config().Inference)
+    return nullptr;
+  auto I = AM.getResult<InferenceMemoryAnalysis>();
+  if (!I)
+    return I.takeError();
+  return &*I;
+}
+
 /// The analyses the report reads, computed (or taken from the cache).
 struct ReportInputs {
   GraphSummaryResult *S;
@@ -643,14 +654,10 @@ llvm::Expected<ReportInputs> reportInputs(AnalysisManager &AM) {
   auto F = AM.getResult<FusionAnalysis>();
   if (!F)
     return F.takeError();
-  ReportInputs In{&*S, &*C, &*T, &*RL, &*F};
-  if (AM.config().Inference) {
-    auto I = AM.getResult<InferenceMemoryAnalysis>();
-    if (!I)
-      return I.takeError();
-    In.Inf = &*I;
-  }
-  return In;
+  auto Inf = inferenceMemoryIf(AM);
+  if (!Inf)
+    return Inf.takeError();
+  return ReportInputs{&*S, &*C, &*T, &*RL, &*F, *Inf};
 }
 
 /// The analyses the formula report reads besides the costs.
@@ -667,14 +674,10 @@ llvm::Expected<FormulaInputs> formulaInputs(AnalysisManager &AM) {
   auto T = AM.getResult<TrainingStepAnalysis>();
   if (!T)
     return T.takeError();
-  FormulaInputs In{&*S, &*T};
-  if (AM.config().Inference) {
-    auto I = AM.getResult<InferenceMemoryAnalysis>();
-    if (!I)
-      return I.takeError();
-    In.Inf = &*I;
-  }
-  return In;
+  auto Inf = inferenceMemoryIf(AM);
+  if (!Inf)
+    return Inf.takeError();
+  return FormulaInputs{&*S, &*T, *Inf};
 }
 
 /// The formula document of M (C holds formulas).

@@ -304,7 +304,6 @@ llvm::json::Object formulaNodeJson(const NodeCost &NC, const CostResult &C,
   return O;
 }
 
-/// The document without its `nodes`.
 /// --inference's memory object, counts as numbers or formulas (the keys of
 /// the numeric document's).
 llvm::json::Object inferenceMemoryJson(const InferenceMemoryResult &I) {
@@ -334,6 +333,7 @@ llvm::json::Value batchJson(const Model &M) {
   return 1;
 }
 
+/// The document without its `nodes`.
 llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult &S,
                                        const CostResult &C, const TrainingStepResult &T,
                                        const InferenceMemoryResult *Inf,
