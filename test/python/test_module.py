@@ -30,6 +30,13 @@ def test_free_dims_give_the_cli_formulas():
     assert got == cli("analyze", attn)
     assert got["options"]["counts"] == "formulas" and got["needs_binding"] == ["batch", "seq"]
     assert got["totals"]["fwd"]["flops"] == "260*batch*seq^2 + 24574*batch*seq"
+    # Inference and recomputation with free dims: formulas too, as the CLI's.
+    inf = ridge.analyze(attn, inference=True)
+    assert inf == cli("analyze", attn, "--inference")
+    assert inf["options"]["mode"] == "inference" and isinstance(inf["memory"]["activations"], str)
+    full = ridge.analyze(attn, recompute="full")
+    assert full == cli("analyze", attn, "--recompute", "full")
+    assert isinstance(full["totals"]["recompute_flops"], str)
 
 
 def test_analyze_options_are_the_cli_flags():
