@@ -108,13 +108,15 @@ void ruleConstantOfShape(Ctx &C) {
   DType T = A && A->K == Attribute::Kind::Tensor ? A->TensorElem : DType::Float;
   IVec V;
   Shape Out;
-  if (C.vals(0, V)) {
-    if (!valsToShape(V, Out))
-      return C.setType(0, T);
-  } else if (const Shape *S = C.shape(0); S && S->rank() == 1 && S->Dims[0].isKnown()) {
-    return C.setRank(0, T, S->Dims[0].extent());
-  } else {
+  if (!C.valsOrUnknown(0, V))
     return C.setType(0, T);
+  for (size_t I = 0; I < V.size(); ++I) {
+    Dim D;
+    if (!V[I].Known && !V[I].E) // a value only the run decides
+      D = runtimeExtent(C, 0, I, 0, "ConstantOfShape", nullptr);
+    else if (!V[I].toDim(D))
+      return C.setType(0, T);
+    Out.Dims.push_back(D);
   }
   C.set(0, T, Out);
   if (!Out.isFullyKnown() || *Out.numElements() > MaxValueElems)
@@ -169,6 +171,14 @@ void ruleRange(Ctx &C) {
     double N = std::ceil((FL[0] - FS[0]) / FD[0]);
     if (std::isfinite(N) && N < 9.0e18)
       return C.setDims(0, T, {Dim::known(std::max<int64_t>(int64_t(N), 0))});
+  }
+  // A start, limit or delta only the run knows (a graph input, a value
+  // computed from the data): the length is a data symbol.
+  for (unsigned I = 0; I < 3; ++I) {
+    IVec X;
+    FVec F;
+    if (C.has(I) && !C.vals(I, X) && !C.floats(I, F))
+      return C.setDims(0, T, {runtimeExtent(C, 0, 0, I, "Range", nullptr)});
   }
   C.setDims(0, T, {Dim{}});
 }

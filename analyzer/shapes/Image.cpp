@@ -60,7 +60,9 @@ void ruleResize(Ctx &C) {
     }
     for (size_t I = 0; I < Axes.size(); ++I) {
       Dim D;
-      if (!Sizes[I].toDim(D))
+      if (!Sizes[I].Known && !Sizes[I].E) // this size only the run decides
+        D = runtimeExtent(C, 0, Axes[I], SizesIn, C.N.OpType, nullptr);
+      else if (!Sizes[I].toDim(D))
         return C.setType(0, T);
       Out.Dims[Axes[I]] = D;
     }
@@ -73,6 +75,20 @@ void ruleResize(Ctx &C) {
     }
   } else if (C.has(ScalesIn)) {
     HaveScales = C.floats(ScalesIn, Scales) && !Scales.empty();
+  }
+  // Sizes or scales that only the run decides (a box's size in a detector's
+  // post-processing): each resized extent is a data symbol.
+  bool RuntimeSizes = SizesIn != ~0u && C.has(SizesIn) && !C.vals(SizesIn, Sizes);
+  bool RuntimeScales = !RuntimeSizes && !HaveScales && C.has(ScalesIn) &&
+                       !(Upsample && C.Opset < 9);
+  if (RuntimeSizes || RuntimeScales) {
+    for (size_t I = 0; I < Axes.size(); ++I)
+      if (RuntimeSizes || X->Dims[Axes[I]].isDetermined())
+        Out.Dims[Axes[I]] =
+            runtimeExtent(C, 0, Axes[I], RuntimeSizes ? SizesIn : ScalesIn, C.N.OpType, nullptr);
+      else
+        Out.Dims[Axes[I]] = Dim{};
+    return C.set(0, T, Out);
   }
   if (!HaveScales || Scales.size() != Axes.size())
     return C.setRank(0, T, R);

@@ -525,8 +525,17 @@ void ruleSlice(Ctx &C) {
     Seen[A] = true;
     StepOf[A] = Steps[I];
     const Dim &D = X->Dims[A];
-    if (!HaveBounds) {
-      Out.Dims[A] = Dim{};
+    // Bounds that only the run decides (a box's corner in a detector's mask
+    // paste): a data symbol, at most the sliced dim.
+    bool RuntimeBounds = !HaveBounds || (!Starts[I].Known && !Starts[I].E) ||
+                         (!Ends[I].Known && !Ends[I].E);
+    if (RuntimeBounds) {
+      IVec Probe;
+      bool StartsRuntime = HaveBounds ? !Starts[I].Known && !Starts[I].E : !C.vals(1, Probe);
+      Out.Dims[A] = D.isDetermined() && C.Opset >= 10 && C.has(1)
+                        ? runtimeExtent(C, 0, size_t(A), StartsRuntime ? 1 : 2, "Slice",
+                                        D.expr())
+                        : Dim{};
       AllKnown = false;
       continue;
     }

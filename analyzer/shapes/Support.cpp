@@ -138,8 +138,11 @@ bool broadcastDim(const Dim &A, const Dim &B, Dim &Out) {
       AssumedBroadcasts.push_back({A.expr(), B.extent()});
     return true;
   }
-  if (A.isSymbolic() && A == B)
-    Out = A;
+  // Two symbolic extents: ONNX broadcasting needs them equal or one of them
+  // 1, and the result is then the larger in every case: max(A, B), exact
+  // (no guess that unrelated symbols are equal; A itself when they are).
+  if (A.isSymbolic() && B.isSymbolic())
+    Out = Dim::of(sym::max(A.expr(), B.expr()));
   else
     Out = Dim{};
   return true;
@@ -392,6 +395,15 @@ Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound) {
   if (It != C.Inf.M.DimBindings.end())
     return Dim::known(It->second);
   return Dim::symbolic(Name);
+}
+
+Dim runtimeExtent(Ctx &C, unsigned O, size_t Axis, unsigned From, StringRef Op,
+                  sym::ExprRef Bound) {
+  const Value *V = C.in(From);
+  std::string Desc =
+      (Op + " extent from the run-time value '" + (V ? V->Name : std::string("?")) + "'")
+          .str();
+  return dataSymbol(C, ("out" + llvm::Twine(O) + "_dim" + llvm::Twine(Axis)).str(), Desc, Bound);
 }
 
 bool shapedVals(Ctx &C, unsigned I, IVec &V, SmallVectorImpl<int64_t> &Dims) {
