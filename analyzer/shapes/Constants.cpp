@@ -108,12 +108,15 @@ void ruleConstantOfShape(Ctx &C) {
   DType T = A && A->K == Attribute::Kind::Tensor ? A->TensorElem : DType::Float;
   IVec V;
   Shape Out;
-  if (!C.valsOrUnknown(0, V))
+  if (!C.valsOrUnknown(0, V)) {
+    if (const Shape *S = C.shape(0); S && S->rank() == 1 && S->Dims[0].isKnown())
+      return C.setRank(0, T, S->Dims[0].extent());
     return C.setType(0, T);
+  }
   for (size_t I = 0; I < V.size(); ++I) {
     Dim D;
     if (!V[I].Known && !V[I].E) // a value only the run decides
-      D = runtimeExtent(C, 0, I, 0, "ConstantOfShape", nullptr);
+      D = runtimeExtent(C, 0, I, 0, I, "ConstantOfShape", nullptr);
     else if (!V[I].toDim(D))
       return C.setType(0, T);
     Out.Dims.push_back(D);
@@ -178,7 +181,7 @@ void ruleRange(Ctx &C) {
     IVec X;
     FVec F;
     if (C.has(I) && !C.vals(I, X) && !C.floats(I, F))
-      return C.setDims(0, T, {runtimeExtent(C, 0, 0, I, "Range", nullptr)});
+      return C.setDims(0, T, {runtimeExtent(C, 0, 0, I, 0, "Range", nullptr)});
   }
   C.setDims(0, T, {Dim{}});
 }

@@ -61,7 +61,7 @@ void ruleResize(Ctx &C) {
     for (size_t I = 0; I < Axes.size(); ++I) {
       Dim D;
       if (!Sizes[I].Known && !Sizes[I].E) // this size only the run decides
-        D = runtimeExtent(C, 0, Axes[I], SizesIn, C.N.OpType, nullptr);
+        D = runtimeExtent(C, 0, Axes[I], SizesIn, I, C.N.OpType, nullptr);
       else if (!Sizes[I].toDim(D))
         return C.setType(0, T);
       Out.Dims[Axes[I]] = D;
@@ -85,7 +85,8 @@ void ruleResize(Ctx &C) {
     for (size_t I = 0; I < Axes.size(); ++I)
       if (RuntimeSizes || X->Dims[Axes[I]].isDetermined())
         Out.Dims[Axes[I]] =
-            runtimeExtent(C, 0, Axes[I], RuntimeSizes ? SizesIn : ScalesIn, C.N.OpType, nullptr);
+            runtimeExtent(C, 0, Axes[I], RuntimeSizes ? SizesIn : ScalesIn, I, C.N.OpType,
+                          nullptr);
       else
         Out.Dims[Axes[I]] = Dim{};
     return C.set(0, T, Out);

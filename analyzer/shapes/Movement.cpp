@@ -533,7 +533,7 @@ void ruleSlice(Ctx &C) {
       IVec Probe;
       bool StartsRuntime = HaveBounds ? !Starts[I].Known && !Starts[I].E : !C.vals(1, Probe);
       Out.Dims[A] = D.isDetermined() && C.Opset >= 10 && C.has(1)
-                        ? runtimeExtent(C, 0, size_t(A), StartsRuntime ? 1 : 2, "Slice",
+                        ? runtimeExtent(C, 0, size_t(A), StartsRuntime ? 1 : 2, I, "Slice",
                                         D.expr())
                         : Dim{};
       AllKnown = false;

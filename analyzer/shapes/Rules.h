@@ -405,11 +405,12 @@ void setElems(Ctx &C, unsigned O, ElemInfo E);
 /// symbol "<node>.<What>" (recorded, with its Bound when known), or its
 /// --dim binding.
 Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound);
-/// Output O's extent along Axis when input From, whose value sets it (a
-/// Resize's sizes, a Slice's bounds, a ConstantOfShape's shape), has a value
-/// no analysis before running knows: the data symbol "<node>.out<O>_dim<Axis>",
-/// at most Bound when one is known.
-Dim runtimeExtent(Ctx &C, unsigned O, size_t Axis, unsigned From, StringRef Op,
+/// Output O's extent along Axis when element Elem of input From, whose value
+/// sets it (a Resize's sizes, a Slice's bounds, a ConstantOfShape's shape),
+/// is a value only the run knows: the data symbol "<node>.out<O>_dim<Axis>",
+/// at most Bound when one is known. Unknown (no symbol) when the element is
+/// unknown because a shape upstream is: a lost shape stays visible.
+Dim runtimeExtent(Ctx &C, unsigned O, size_t Axis, unsigned From, size_t Elem, StringRef Op,
                   sym::ExprRef Bound);
 /// Input I's values and dims, when every dim is known and the values fill
 /// them (row-major).

@@ -1,5 +1,6 @@
 //===- Support.cpp - Shape rules' support: dims, small values, attributes ---===//
 #include "analyzer/shapes/Rules.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include <algorithm>
 #include <cmath>
@@ -397,9 +398,73 @@ Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound) {
   return Dim::symbolic(Name);
 }
 
-Dim runtimeExtent(Ctx &C, unsigned O, size_t Axis, unsigned From, StringRef Op,
+/// Whether V's value is unknown because a shape upstream of it is (a Shape
+/// or Size of a tensor with an unknown dim), not because the run computes
+/// it: a lost shape, which a data symbol would hide.
+static bool fromLostShape(const Value *V) {
+  llvm::SmallVector<const Value *, 16> Work{V};
+  llvm::SmallPtrSet<const Value *, 32> Seen;
+  constexpr size_t MaxVisited = 256;
+  while (!Work.empty() && Seen.size() < MaxVisited) {
+    const Value *X = Work.pop_back_val();
+    if (!X || !Seen.insert(X).second || !X->Producer)
+      continue;
+    const Node &P = *X->Producer;
+    if (P.Domain.empty() && (P.OpType == "Shape" || P.OpType == "Size")) {
+      const Value *In = P.input(0);
+      if (!In || !In->Shp)
+        return true;
+      for (const Dim &D : In->Shp->Dims)
+        if (!D.isDetermined())
+          return true;
+      continue;
+    }
+    for (const Value *In : P.Inputs)
+      Work.push_back(In);
+  }
+  return Seen.size() >= MaxVisited; // too far to tell: not a data symbol
+}
+
+/// The tensor element I of V comes from, through Cast, Identity and the
+/// Concat of 1-D pieces that builds a shape vector ([1, 3] and a box's
+/// [h, w] as a Resize's sizes): only that piece's origin decides whether
+/// the element is a run-time value or a lost shape.
+static const Value *elementSource(const Value *V, size_t I) {
+  for (int Depth = 0; Depth < 32 && V && V->Producer; ++Depth) {
+    const Node &P = *V->Producer;
+    if (!P.Domain.empty())
+      break;
+    if (P.OpType == "Cast" || P.OpType == "Identity") {
+      V = P.input(0);
+      continue;
+    }
+    if (P.OpType != "Concat")
+      break;
+    const Value *Next = nullptr;
+    size_t Off = 0;
+    for (const Value *In : P.Inputs) {
+      if (!In || !In->Shp || In->Shp->rank() != 1 || !In->Shp->Dims[0].isKnown())
+        return V;
+      size_t L = size_t(In->Shp->Dims[0].extent());
+      if (I < Off + L) {
+        Next = In;
+        I -= Off;
+        break;
+      }
+      Off += L;
+    }
+    if (!Next)
+      break;
+    V = Next;
+  }
+  return V;
+}
+
+Dim runtimeExtent(Ctx &C, unsigned O, size_t Axis, unsigned From, size_t Elem, StringRef Op,
                   sym::ExprRef Bound) {
   const Value *V = C.in(From);
+  if (fromLostShape(elementSource(V, Elem)))
+    return Dim{};
   std::string Desc =
       (Op + " extent from the run-time value '" + (V ? V->Name : std::string("?")) + "'")
           .str();
