@@ -103,6 +103,13 @@ struct Shape {
 
   size_t rank() const { return Dims.size(); }
   bool isFullyKnown() const;
+  /// Every dim known or symbolic (none unknown).
+  bool isDetermined() const {
+    for (const Dim &D : Dims)
+      if (!D.isDetermined())
+        return false;
+    return true;
+  }
   /// Number of elements as a double: exact below 2^53, never wraps around
   /// (dims up to 2^62 multiply safely). nullopt when a dim is not known.
   std::optional<double> numElements() const;

@@ -412,11 +412,8 @@ static bool fromLostShape(const Value *V) {
     const Node &P = *X->Producer;
     if (P.Domain.empty() && (P.OpType == "Shape" || P.OpType == "Size")) {
       const Value *In = P.input(0);
-      if (!In || !In->Shp)
+      if (!In || !In->Shp || !In->Shp->isDetermined())
         return true;
-      for (const Dim &D : In->Shp->Dims)
-        if (!D.isDetermined())
-          return true;
       continue;
     }
     for (const Value *In : P.Inputs)

@@ -62,11 +62,8 @@ Count ridge::elementCount(const Value *V) {
 }
 
 Count ridge::determinedBytes(const Value *V, std::optional<double> FloatBytes) {
-  if (V->hasKnownShape() || !V->Shp)
+  if (V->hasKnownShape() || !V->Shp || !V->Shp->isDetermined())
     return valueBytes(V, FloatBytes);
-  for (const Dim &D : V->Shp->Dims)
-    if (!D.isDetermined())
-      return valueBytes(V, FloatBytes);
   return valueCount(V, FloatBytes);
 }
 

@@ -55,15 +55,6 @@ void countWeights(const Model &M, std::optional<double> FloatBytes,
   });
 }
 
-bool isDetermined(const Value *V) {
-  if (!V->Shp)
-    return false;
-  for (const Dim &D : V->Shp->Dims)
-    if (!D.isDetermined())
-      return false;
-  return true;
-}
-
 /// Whether A <= B for every binding (none when that depends on it).
 std::optional<bool> decidedAtMost(const sym::Count &A, const sym::Count &B) {
   if (std::optional<bool> R = sym::Count::provablyAtMost(A, B))
@@ -139,9 +130,8 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
   // A buffer's bytes: a number when its shape is known, a formula when its
   // dims hold symbols, unknown otherwise.
   auto Size = [&](const Value *V) -> sym::Count {
-    if (V->hasKnownShape())
-      return valueBytes(V, FloatBytes);
-    return isDetermined(V) ? valueCount(V, FloatBytes) : sym::Count::of(nullptr);
+    return V->Shp && V->Shp->isDetermined() ? determinedBytes(V, FloatBytes)
+                                            : sym::Count::of(nullptr);
   };
   ValueSet Cache(G);
   sym::Count KVCount = 0;
@@ -218,7 +208,7 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
   }
   bool Formulas = !KVCount.isNumber() && !KVCount.isUnknown();
   for (const Value *B : Buffers)
-    Formulas |= !B->hasKnownShape() && isDetermined(B);
+    Formulas |= !B->hasKnownShape() && B->Shp && B->Shp->isDetermined();
   if (Formulas) {
     // Sizes that hold symbols: the same sums as formulas.
     auto &F = R.Sym.emplace();

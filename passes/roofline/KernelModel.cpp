@@ -328,12 +328,7 @@ std::optional<GemmShape> ridge::productShape(const Node &N) {
 
 std::optional<std::array<sym::Count, 4>> ridge::productDims(const Node &N) {
   auto Determined = [](const Value *V) -> const Shape * {
-    if (!V || !V->Shp)
-      return nullptr;
-    for (const Dim &D : V->Shp->Dims)
-      if (!D.isDetermined())
-        return nullptr;
-    return &*V->Shp;
+    return V && V->Shp && V->Shp->isDetermined() ? &*V->Shp : nullptr;
   };
   sym::CountScope Scope;
   auto D = productDimsOf<sym::Count>(N, Determined, [](const Shape &S, int I) {
