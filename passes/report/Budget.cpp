@@ -57,7 +57,9 @@ bool holds(double X, llvm::StringRef Op, double Limit) {
   return X <= Limit;
 }
 
-const llvm::json::Value *lookup(const llvm::json::Value &Doc, llvm::StringRef Path) {
+} // namespace
+
+const llvm::json::Value *ridge::jsonAt(const llvm::json::Value &Doc, llvm::StringRef Path) {
   const llvm::json::Value *V = &Doc;
   llvm::SmallVector<llvm::StringRef, 4> Parts;
   Path.split(Parts, '.');
@@ -69,8 +71,6 @@ const llvm::json::Value *lookup(const llvm::json::Value &Doc, llvm::StringRef Pa
   return V;
 }
 
-} // namespace
-
 std::optional<double> ridge::budgetValue(const llvm::json::Value &Doc, llvm::StringRef Key,
                                          std::string *Resolved) {
   std::vector<std::string> Paths{Key.str()};
@@ -78,7 +78,7 @@ std::optional<double> ridge::budgetValue(const llvm::json::Value &Doc, llvm::Str
     for (const char *Where : {"time", "totals", "memory", "inference"})
       Paths.push_back(std::string(Where) + "." + Key.str());
   for (const std::string &P : Paths)
-    if (const llvm::json::Value *V = lookup(Doc, P))
+    if (const llvm::json::Value *V = jsonAt(Doc, P))
       if (std::optional<double> X = V->getAsNumber()) {
         if (Resolved)
           *Resolved = P;

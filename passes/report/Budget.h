@@ -27,6 +27,9 @@ namespace ridge {
 llvm::Error checkBudgets(llvm::ArrayRef<std::string> Budgets, const llvm::json::Value &Doc,
                          const llvm::json::Value *Old, llvm::StringRef Path);
 
+/// The value at a dotted path of Doc ("memory.total"), if any.
+const llvm::json::Value *jsonAt(const llvm::json::Value &Doc, llvm::StringRef Path);
+
 /// The number KEY names in Doc (see above), if any; Resolved gets its path.
 std::optional<double> budgetValue(const llvm::json::Value &Doc, llvm::StringRef Key,
                                   std::string *Resolved = nullptr);

@@ -103,24 +103,12 @@ Props propsOf(const Totals &T, const RooflineResult *RL) {
   return P;
 }
 
-/// The value at a dotted path of the document.
-const llvm::json::Value *at(const llvm::json::Value &Doc, llvm::StringRef Path) {
-  const llvm::json::Value *V = &Doc;
-  while (V && !Path.empty()) {
-    auto [Head, Rest] = Path.split('.');
-    const llvm::json::Object *O = V->getAsObject();
-    V = O ? O->get(Head) : nullptr;
-    Path = Rest;
-  }
-  return V;
-}
-
 /// The model's props: analyze's totals, read from its JSON document (a
 /// count there is a number, or its formula when the dims are free).
 Props modelProps(const llvm::json::Value &Doc) {
   Props P;
   auto Count = [&](const char *Key, llvm::StringRef Path) {
-    const llvm::json::Value *V = at(Doc, Path);
+    const llvm::json::Value *V = jsonAt(Doc, Path);
     if (!V)
       return;
     if (std::optional<double> X = V->getAsNumber())
@@ -129,7 +117,7 @@ Props modelProps(const llvm::json::Value &Doc) {
       P.emplace_back(Key, S->str());
   };
   auto Str = [&](const char *Key, llvm::StringRef Path) {
-    if (const llvm::json::Value *V = at(Doc, Path))
+    if (const llvm::json::Value *V = jsonAt(Doc, Path))
       if (std::optional<llvm::StringRef> S = V->getAsString())
         P.emplace_back(Key, S->str());
   };
