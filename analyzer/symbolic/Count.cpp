@@ -579,6 +579,13 @@ llvm::Expected<double> Count::evaluate(const Binding &Bind) const {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "the count is unknown");
   if (!isFormula())
     return V;
+  // The univariate form directly (no general terms made: the planner
+  // evaluates every node's costs at micro-batch 1).
+  if (IsU && !P)
+    if (std::optional<int64_t> B = Bind(Sym->name())) {
+      double X = double(*B);
+      return V + X * (U[0] + X * (U[1] + X * U[2]));
+    }
   if (!termsPtr())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "the count is unknown");
   // In double, term by term: a formula bound to a large batch may exceed

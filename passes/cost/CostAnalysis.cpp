@@ -631,28 +631,45 @@ void CostWalker::multiplyBySymbolicTrips(NodeCost &NC) {
   NC.Sym.emplace(std::move(S));
 }
 
-void CostWalker::finish() {
-  // Saved activations: each distinct tensor once (Relu's output is also the
-  // next MatMul's input); initializers (parameters) and constants (Constant
-  // outputs and what folds from them) excluded.
-  // By value (a ValueMap, not a hash map of a million pointers), summed in
-  // the order first saved.
-  ValueMap<double> Mult(*M.Main, -1);
-  std::vector<const Value *> Distinct;
-  for (const NodeCost &NC : R.Nodes) {
-    R.SavedActivationBytes += NC.SavedBytes * NC.Multiplier;
-    for (const Value *V : NC.Saved)
-      if (R.isActivation(V)) {
-        double &X = Mult[V];
-        if (X < 0) {
-          Distinct.push_back(V);
-          X = 0;
+namespace {
+/// Saved activations: each distinct tensor once (Relu's output is also the
+/// next MatMul's input), with the largest multiplier of the nodes that save
+/// it; initializers (parameters) and constants (Constant outputs and what
+/// folds from them) excluded. By value (a ValueMap, not a hash map of a
+/// million pointers), in the order first saved.
+struct DistinctSaved {
+  std::vector<const Value *> Values;
+  ValueMap<double> Mult;
+  DistinctSaved(const Model &M, const CostResult &R) : Mult(*M.Main, -1) {
+    for (const NodeCost &NC : R.Nodes)
+      for (const Value *V : NC.Saved)
+        if (R.isActivation(V)) {
+          double &X = Mult[V];
+          if (X < 0) {
+            Values.push_back(V);
+            X = 0;
+          }
+          X = std::max(X, NC.Multiplier);
         }
-        X = std::max(X, NC.Multiplier);
-      }
   }
-  for (const Value *V : Distinct)
-    R.SavedActivationBytes += valueBytes(V, FloatBytes) * Mult[V];
+};
+
+/// The numeric part of SavedActivationBytes: every node's extras, then each
+/// distinct saved tensor of known size.
+double savedActivationBytes(const CostResult &R, const DistinctSaved &D,
+                            std::optional<double> FloatBytes) {
+  double Sum = 0;
+  for (const NodeCost &NC : R.Nodes)
+    Sum += NC.SavedBytes * NC.Multiplier;
+  for (const Value *V : D.Values)
+    Sum += valueBytes(V, FloatBytes) * D.Mult.lookup(V);
+  return Sum;
+}
+} // namespace
+
+void CostWalker::finish() {
+  DistinctSaved Distinct(M, R);
+  R.SavedActivationBytes = savedActivationBytes(R, Distinct, FloatBytes);
   if (R.Sym) {
     // The same sums with the formulas: numeric nodes' part, then each node's
     // formula extras and each saved tensor whose bytes are a formula.
@@ -661,9 +678,9 @@ void CostWalker::finish() {
     for (const NodeCost &NC : R.Nodes)
       if (NC.Sym)
         S += NC.Sym->SavedBytes * NC.Multiplier;
-    for (const Value *V : Distinct)
+    for (const Value *V : Distinct.Values)
       if (!V->numElements())
-        S += valueCount(V, FloatBytes) * Mult[V];
+        S += valueCount(V, FloatBytes) * Distinct.Mult[V];
     R.Sym->Fwd += countsOf(R.Fwd);
     R.Sym->Bwd += countsOf(R.Bwd);
   }
@@ -679,6 +696,56 @@ void CostWalker::finish() {
 }
 
 } // namespace
+
+llvm::Error ridge::bindCosts(CostResult &C, const Model &M, const sym::Binding &Bind,
+                            std::optional<double> FloatBytes) {
+  auto At = [&](const NodeCost &NC, const sym::Count &X, double &Out) -> llvm::Error {
+    llvm::Expected<double> V = X.evaluate(Bind);
+    if (!V)
+      return fileError(M.Path, formatv("node '{0}' ({1}): {2} does not evaluate: {3}",
+                                       NC.N->Name, NC.N->qualifiedOpType(), X.str(),
+                                       llvm::toString(V.takeError())));
+    Out = *V;
+    return llvm::Error::success();
+  };
+  auto Phase = [&](const NodeCost &NC, const PhaseCount &P, PhaseCost &Out) -> llvm::Error {
+    for (auto [X, O] : {std::pair{&P.Flops, &Out.Flops}, {&P.Macs, &Out.Macs},
+                        {&P.Transcendentals, &Out.Transcendentals}, {&P.Bytes, &Out.Bytes}})
+      if (llvm::Error E = At(NC, *X, *O))
+        return E;
+    return llvm::Error::success();
+  };
+  // Per node, then the totals as the walk sums them (in the same order).
+  C.Fwd = C.Bwd = PhaseCost();
+  C.UnmodeledFlopsEstimate = 0;
+  for (NodeCost &NC : C.Nodes) {
+    if (NC.Sym) {
+      if (llvm::Error E = Phase(NC, NC.Sym->Fwd, NC.Fwd))
+        return E;
+      if (llvm::Error E = Phase(NC, NC.Sym->Bwd, NC.Bwd))
+        return E;
+      if (llvm::Error E = At(NC, NC.Sym->SavedBytes, NC.SavedBytes))
+        return E;
+      NC.Sym.reset();
+    }
+    if (NC.Modeled) {
+      C.Fwd += NC.Fwd * NC.Multiplier;
+      C.Bwd += NC.Bwd * NC.Multiplier;
+    } else {
+      for (const Value *V : NC.N->Outputs)
+        if (V)
+          C.UnmodeledFlopsEstimate += V->numElements().value_or(0) * NC.Multiplier;
+    }
+  }
+  C.SavedActivationBytes = savedActivationBytes(C, DistinctSaved(M, C), FloatBytes);
+  // A trainable graph input's size may have held a symbol.
+  C.TrainableParams = 0;
+  C.Trainable.forEach(
+      [&](const Value *V) { C.TrainableParams += V->numElements().value_or(0); });
+  C.Sym.reset();
+  C.FreeSymbols.clear();
+  return llvm::Error::success();
+}
 
 llvm::Error ridge::needsNumbers(const Model &M, const CostResult &C, llvm::StringRef What) {
   std::string Names, Bind;

@@ -202,6 +202,14 @@ sym::Count nodeSavedCount(const NodeCost &NC, const CostResult &C,
                           std::optional<double> FloatBytes);
 /// The element size --dtype gives floating-point tensors, if it is set.
 std::optional<double> floatBytes(const Config &Cfg);
+/// C, costed with formulas (Config::SymbolicCosts), as the numeric walk
+/// costs the model once Bind binds its symbols: each node's formulas become
+/// their values and the totals are summed again. M's shapes must already
+/// hold the binding (saved tensors' bytes are read from them). A node the
+/// formulas left unmodeled stays so: its rule is not run again. An error
+/// names the node whose count does not evaluate.
+llvm::Error bindCosts(CostResult &C, const Model &M, const sym::Binding &Bind,
+                      std::optional<double> FloatBytes);
 /// The error of a pass that needs numbers (times, recomputation plans) on
 /// costs that are formulas: names the symbols and how to bind them.
 llvm::Error needsNumbers(const Model &M, const CostResult &C, llvm::StringRef What);

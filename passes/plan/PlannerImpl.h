@@ -253,10 +253,14 @@ private:
   /// prepare()'s steps: load the model once with the batch a symbol and
   /// cost it (formulas in the batch), take each position's costs and each
   /// value's bytes as polynomials in the micro-batch, bind the batch to 1
-  /// in place and cost it again for what needs numbers (recomputation cuts,
-  /// sharding, parameters), then find each parameter's owner, the stage
-  /// boundaries, and the classes of positions with equal costs.
+  /// in place and evaluate the formulas there for what needs numbers
+  /// (recomputation cuts, sharding, parameters; the graph is costed again
+  /// only when some node has no exact formula, to tell why), then find each
+  /// parameter's owner, the stage boundaries, and the classes of positions
+  /// with equal costs.
   llvm::Error loadSymbolic(const BatchLoader &Load);
+  /// loadSymbolic's end, once C1 holds the costs at micro-batch 1.
+  llvm::Error finishLoad();
   llvm::Error takePolynomials(const CostResult &Sym);
   void bindMicroBatchOne();
   void sumPositions();

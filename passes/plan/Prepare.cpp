@@ -224,14 +224,31 @@ llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
     Timing::Scope Phase(T, "plan: costs as polynomials in the micro-batch");
     if (llvm::Error E = takePolynomials(*C))
       return E;
+    C1 = std::move(*C); // the manager ends with this scope
   }
   bindMicroBatchOne();
+  // Every node with its exact formula in the batch (the usual case): the
+  // costs at micro-batch 1 are those formulas at 1, and the graph is walked
+  // once.
+  if (llvm::all_of(SymModeled, [](uint8_t M) { return M != 0; })) {
+    Timing::Scope Phase(T, "plan: costs at micro-batch 1");
+    std::string Name = BatchSymbol;
+    sym::Binding One = [&](llvm::StringRef S) -> std::optional<int64_t> {
+      return S == Name ? std::optional<int64_t>(1) : std::nullopt;
+    };
+    if (llvm::Error E = bindCosts(C1, *M1, One, floatBytes(Cfg)))
+      return E;
+    return finishLoad();
+  }
+  // Else the graph is costed again at micro-batch 1, to tell a node no rule
+  // can cost (left out, as analyze does) from one whose cost has no exact
+  // formula in the batch (an error).
   {
     AnalysisManager AM(*M1, Cfg, Diags, T);
     auto C = AM.getResult<CostAnalysis>();
     if (!C)
       return C.takeError();
-    C1 = std::move(*C); // the manager ends with this scope
+    C1 = std::move(*C);
   }
   // A node costed with the batch bound to 1 but with no exact formula in it
   // (or the other way round: the graph does not take every batch size, as
@@ -256,6 +273,10 @@ llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
                 "dynamic batch dim); cannot plan it",
                 NC.N->Name, NC.N->qualifiedOpType()));
   }
+  return finishLoad();
+}
+
+llvm::Error Planner::finishLoad() {
   std::vector<std::string>().swap(SymUnmodeled);
   if (C1.UnmodeledNodes)
     Diags.warn(M1->Path, formatv("{0} node(s) cannot be costed and are left out of the "
