@@ -571,10 +571,12 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
       NP = &Again;
     }
     Node &N = *G.Nodes[I];
-    if (NP)
+    if (NP) {
+      N.Attrs.reserve(NP->Attrs.size()); // (grown by doubling: 2 attributes took 3's room)
       for (const auto &AP : NP->Attrs)
         if (Error E = importAttribute(AP, N, G, Opsets))
           return E;
+    }
     // Control flow without its bodies has no meaning (and crashes ONNX's
     // shape inference): say so.
     if (N.Domain.empty()) {

@@ -167,6 +167,8 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
   GroupOrder O = orderGroups(Group);
   size_t NSlots = O.First.size();
   std::vector<uint32_t> Kept(NSlots, UINT32_MAX);
+  // (Reserved: grown by doubling, the groups' array was briefly held twice.)
+  R.Groups.reserve(llvm::count_if(O.Size, [](uint32_t N) { return N > 1; }));
   for (size_t S = 0; S < NSlots; ++S)
     if (O.Size[S] > 1) {
       Kept[S] = uint32_t(R.Groups.size());
