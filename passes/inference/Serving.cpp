@@ -170,7 +170,7 @@ llvm::Expected<ServingSetup> ridge::setupServing(const ServingLoadFn &Load,
   if (SO.Batch < 1)
     return usageError("--batch must be at least 1");
   if (llvm::Error E = findSequenceDims(M, KV, S))
-    return std::move(E);
+    return E;
   if (S.FixedSeq && SO.Prompt && *SO.Prompt > *S.FixedSeq)
     return fileError(M.Path, formatv("--prompt {0}: longer than the graph's fixed sequence "
                                      "dim ({1}, {2})",
