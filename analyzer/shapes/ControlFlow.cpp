@@ -75,16 +75,50 @@ void typeLike(Value &Dst, const Value &Src) {
     refineShape(Dst, *Src.Shp);
 }
 
+namespace {
+/// A loop state's dim that grows by Step each iteration: First at the
+/// first, In (a symbol) in the body.
+struct Growth {
+  size_t State, Dim;
+  ridge::Dim First;
+  int64_t Step;
+  ridge::Dim In;
+};
+} // namespace
+
 /// A loop-carried output: the state's initial value or its value after the
-/// body, whichever ran last.
-static void setCarriedOutput(Ctx &C, unsigned O, const Value *Init, const Value *Body) {
+/// body, whichever ran last. A dim the body grows by a fixed step is
+/// First + Trips * Step after a loop that runs Trips times; when the
+/// condition may stop it before its maximum, a data symbol of at most
+/// First + Max * Step (unknown without a maximum).
+static void setCarriedOutput(Ctx &C, unsigned O, const Value *Init, const Value *Body,
+                             llvm::ArrayRef<Growth> Grown, const Dim &Trips,
+                             sym::ExprRef Max) {
   C.setType(O, Body->Elem != DType::Undefined ? Body->Elem
                                               : Init ? Init->Elem : DType::Undefined);
   if (!Body->Shp || !Init || !Init->Shp || Init->Shp->rank() != Body->Shp->rank())
     return;
   Shape S;
-  for (size_t I = 0; I < Body->Shp->rank(); ++I)
-    S.Dims.push_back(unionDim(Init->Shp->Dims[I], Body->Shp->Dims[I]));
+  for (size_t I = 0; I < Body->Shp->rank(); ++I) {
+    const Dim &B = Body->Shp->Dims[I];
+    Dim D = unionDim(Init->Shp->Dims[I], B);
+    for (const Growth &G : Grown) {
+      if (G.State != O || G.Dim != I || !B.isDetermined() ||
+          sym::sub(B.expr(), G.In.expr())->constant() != G.Step)
+        continue;
+      auto After = [&](sym::ExprRef N) {
+        return sym::add(G.First.expr(), sym::mul(sym::constant(G.Step), N));
+      };
+      if (Trips.isDetermined())
+        D = Dim::of(After(Trips.expr()));
+      else if (Max)
+        D = dataSymbol(C, ("out" + llvm::Twine(O) + "_dim" + llvm::Twine(I)).str(),
+                       "extent of a state the loop grows, after the iterations its condition "
+                       "lets run",
+                       After(Max));
+    }
+    S.Dims.push_back(D);
+  }
   C.set(O, DType::Undefined, S);
 }
 
@@ -118,20 +152,40 @@ void ruleLoop(Ctx &C) {
     }
     Carried.push_back({Body->Inputs[2 + K], Body->Outputs[1 + K]});
   }
-  C.Inf.inferBody(*Body, Carried);
-  for (size_t K = 0; K < NState && K < C.numOuts(); ++K) {
-    if (1 + K >= Body->Outputs.size())
-      break;
-    setCarriedOutput(C, K, C.in(2 + K), Body->Outputs[1 + K]);
-    auto EB = C.Inf.Elems.find(Body->Outputs[1 + K]);
-    if (EB == C.Inf.Elems.end())
-      continue;
-    ElemInfo E = EB->second;
-    if (const ElemInfo *EI = elemsOf(C, 2 + K); EI && !EI->Empty)
-      addElement(E, EI->Elem, EI->Shp);
-    E.Items.reset();
-    setElems(C, K, E);
-  }
+  // The maximum trip count: a number, or an expression (a loop over a
+  // symbolic sequence length).
+  IVec MaxVals;
+  sym::ExprRef Max = nullptr;
+  if (C.has(0) && C.vals(0, MaxVals) && MaxVals.size() == 1)
+    Max = MaxVals[0].expr();
+  if (Max && Max->constant() && *Max->constant() < 0)
+    Max = nullptr;
+  // A state dim the body grows by a fixed step (a list appended in the
+  // loop: torch.cat((res, row)) each iteration) takes, in the body, a symbol
+  // for its extent at an iteration; after the loop it is known from the
+  // trips (below).
+  SmallVector<Growth, 2> Grown;
+  auto Generalize = [&](size_t K, size_t I, const Dim &In, const Dim &Out) -> Dim {
+    if (!In.isDetermined() || !Out.isDetermined())
+      return Dim{};
+    std::optional<int64_t> Step = sym::sub(Out.expr(), In.expr())->constant();
+    if (!Step || *Step <= 0)
+      return Dim{};
+    sym::ExprRef Bound =
+        Max ? sym::add(In.expr(), sym::mul(sym::constant(*Step),
+                                           sym::sub(sym::max(Max, sym::constant(1)),
+                                                    sym::constant(1))))
+            : nullptr;
+    Dim S = dataSymbol(C, ("state" + llvm::Twine(K) + "_dim" + llvm::Twine(I)).str(),
+                       ("extent of loop state " + llvm::Twine(K) + "'s dim " + llvm::Twine(I) +
+                        " in an iteration (" + In.str() + " at the first, " +
+                        llvm::Twine(*Step) + " more each iteration)")
+                           .str(),
+                       Bound);
+    Grown.push_back({K, I, In, *Step, S});
+    return S;
+  };
+  C.Inf.inferBody(*Body, Carried, Generalize);
   // Scan outputs: the body's per-iteration values stacked along a new axis,
   // of the trip count when the loop runs exactly that many times (its
   // condition is true and the body passes it through or keeps it true).
@@ -142,14 +196,6 @@ void ruleLoop(Ctx &C) {
       return llvm::all_of(It->second, [](const IV &X) { return X.Known && X.V; });
     return V && V->IntData && llvm::all_of(*V->IntData, [](int64_t X) { return X != 0; });
   };
-  // The maximum trip count: a number, or an expression (a loop over a
-  // symbolic sequence length).
-  IVec MaxVals;
-  sym::ExprRef Max = nullptr;
-  if (C.has(0) && C.vals(0, MaxVals) && MaxVals.size() == 1)
-    Max = MaxVals[0].expr();
-  if (Max && Max->constant() && *Max->constant() < 0)
-    Max = nullptr;
   if (!Max) {
     // No maximum trip count: how many iterations run only running the graph
     // decides (a while loop): a symbol, bindable with --dim, that the cost
@@ -169,6 +215,19 @@ void ruleLoop(Ctx &C) {
           (P && P->OpType == "Identity" && P->input(0) == Body->Inputs[1]))
         Trip = Dim::of(Max);
     }
+  }
+  for (size_t K = 0; K < NState && K < C.numOuts(); ++K) {
+    if (1 + K >= Body->Outputs.size())
+      break;
+    setCarriedOutput(C, K, C.in(2 + K), Body->Outputs[1 + K], Grown, Trip, Max);
+    auto EB = C.Inf.Elems.find(Body->Outputs[1 + K]);
+    if (EB == C.Inf.Elems.end())
+      continue;
+    ElemInfo E = EB->second;
+    if (const ElemInfo *EI = elemsOf(C, 2 + K); EI && !EI->Empty)
+      addElement(E, EI->Elem, EI->Shp);
+    E.Items.reset();
+    setElems(C, K, E);
   }
   for (size_t J = NState; J < C.numOuts(); ++J) {
     if (1 + J >= Body->Outputs.size())
@@ -269,7 +328,7 @@ void ruleScan(Ctx &C) {
   C.Inf.inferBody(*Body, Carried);
   for (int64_t K = 0; K < NState && K < int64_t(C.numOuts()); ++K)
     if (K < int64_t(Body->Outputs.size()))
-      setCarriedOutput(C, K, C.in(K), Body->Outputs[K]);
+      setCarriedOutput(C, K, C.in(K), Body->Outputs[K], {}, Dim{}, nullptr);
   for (int64_t J = NState; J < int64_t(C.numOuts()); ++J) {
     if (J >= int64_t(Body->Outputs.size()))
       break;

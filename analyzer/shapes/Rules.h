@@ -167,8 +167,13 @@ public:
   /// Infers Body with its inputs typed as Inputs (null: keep the declared
   /// type). Where a loop-carried output disagrees with its input (the state
   /// changes shape between iterations), the body is inferred again with the
-  /// input generalized. Carried: pairs (body input, body output).
-  void inferBody(Graph &Body, ArrayRef<std::pair<Value *, Value *>> Carried);
+  /// input generalized: a dim that differs becomes what Generalize gives
+  /// for (state K, dim I, the input's dim, the output's), unknown when it
+  /// gives nothing. Carried: pairs (body input, body output).
+  using GeneralizeFn =
+      llvm::function_ref<Dim(size_t K, size_t I, const Dim &In, const Dim &Out)>;
+  void inferBody(Graph &Body, ArrayRef<std::pair<Value *, Value *>> Carried,
+                 GeneralizeFn Generalize = nullptr);
   void inferCall(Node &N, const Function &F);
 
   const Model &M;
@@ -182,6 +187,10 @@ public:
   std::vector<ShapeConflict> Conflicts;
   std::vector<BroadcastAssumption> Assumptions;
   llvm::DenseMap<const Node *, sym::ExprRef> LoopTrips;
+  /// Values known to come (or not) from a Shape of a tensor whose shape is
+  /// lost (runtimeExtent's check), cleared when a body's shapes are
+  /// inferred again.
+  llvm::DenseMap<const Value *, bool> LostShapes;
   unsigned CallDepth = 0;
 };
 

@@ -65,8 +65,8 @@ static void snapshot(Graph &G, std::vector<ValueState> &Out) {
       snapshot(*Sub, Out);
 }
 
-void Inferencer::inferBody(Graph &Body,
-                           ArrayRef<std::pair<Value *, Value *>> Carried) {
+void Inferencer::inferBody(Graph &Body, ArrayRef<std::pair<Value *, Value *>> Carried,
+                           GeneralizeFn Generalize) {
   std::vector<ValueState> Saved;
   if (!Carried.empty())
     snapshot(Body, Saved);
@@ -74,7 +74,8 @@ void Inferencer::inferBody(Graph &Body,
   // A state whose shape the body changes: generalize and infer again.
   SmallVector<std::optional<Shape>, 4> General;
   bool Again = false;
-  for (const auto &[In, Out] : Carried) {
+  for (size_t K = 0; K < Carried.size(); ++K) {
+    const auto &[In, Out] = Carried[K];
     std::optional<Shape> G = In->Shp;
     if (In->Shp) {
       if (!Out->Shp || Out->Shp->rank() != In->Shp->rank()) {
@@ -83,7 +84,7 @@ void Inferencer::inferBody(Graph &Body,
       } else {
         for (size_t I = 0; I < G->rank(); ++I)
           if (!(G->Dims[I] == Out->Shp->Dims[I])) {
-            G->Dims[I] = Dim{};
+            G->Dims[I] = Generalize ? Generalize(K, I, G->Dims[I], Out->Shp->Dims[I]) : Dim{};
             Again = true;
           }
       }
@@ -92,6 +93,7 @@ void Inferencer::inferBody(Graph &Body,
   }
   if (!Again)
     return;
+  LostShapes.clear();
   for (ValueState &S : Saved) {
     S.V->Elem = S.Elem;
     S.V->Shp = std::move(S.Shp);
@@ -109,7 +111,7 @@ void Inferencer::inferBody(Graph &Body,
     else if (In->Shp && General[K] && In->Shp->rank() == General[K]->rank())
       for (size_t I = 0; I < In->Shp->rank(); ++I)
         if (!(In->Shp->Dims[I] == General[K]->Dims[I]))
-          In->Shp->Dims[I] = Dim{};
+          In->Shp->Dims[I] = General[K]->Dims[I];
   }
   inferGraph(Body);
 }

@@ -208,12 +208,25 @@ void refineShape(Value &V, const Shape &S) {
   }
   if (V.Shp->rank() != S.rank())
     return;
+  // A symbolic dim an exporter wrote for a value inside the graph (torch's
+  // "Concatres_append.3_dim_0", "unk__314": a dim its own inference lost)
+  // gives way to the one inferred from the graph's inputs. A graph's inputs
+  // and outputs keep their names (they are its signature), except a Loop
+  // body's outputs: the state after one iteration, whose growth ridge
+  // follows (loop-growth.onnxtxt).
+  auto InLoopBody = [&] {
+    const Graph *G = V.Producer ? V.Producer->Parent : nullptr;
+    return G && G->ParentNode && G->ParentNode->OpType == "Loop" &&
+           G->ParentNode->Domain.empty();
+  };
+  bool Inner = V.Kind == ValueKind::Intermediate && (!V.IsGraphOutput || InLoopBody());
   for (size_t I = 0; I < S.rank(); ++I) {
     Dim &Old = V.Shp->Dims[I];
     const Dim &New = S.Dims[I];
     if (Old.isKnown())
       continue;
-    if (New.isKnown() || (!Old.isDetermined() && New.isSymbolic()))
+    if (New.isKnown() || (!Old.isDetermined() && New.isSymbolic()) ||
+        (Inner && New.isSymbolic()))
       Old = New;
   }
 }
@@ -400,26 +413,56 @@ Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound) {
 
 /// Whether V's value is unknown because a shape upstream of it is (a Shape
 /// or Size of a tensor with an unknown dim), not because the run computes
-/// it: a lost shape, which a data symbol would hide.
-static bool fromLostShape(const Value *V) {
-  llvm::SmallVector<const Value *, 16> Work{V};
-  llvm::SmallPtrSet<const Value *, 32> Seen;
-  constexpr size_t MaxVisited = 256;
-  while (!Work.empty() && Seen.size() < MaxVisited) {
-    const Value *X = Work.pop_back_val();
-    if (!X || !Seen.insert(X).second || !X->Producer)
-      continue;
+/// it: a lost shape, which a data symbol would hide. Every value upstream
+/// is looked at, once per inference (memoized in Memo: a detection head's
+/// box coordinates lie past the whole backbone).
+static bool fromLostShape(const Value *V, llvm::DenseMap<const Value *, bool> &Memo) {
+  if (!V)
+    return false;
+  // Depth-first, post-order, without recursion (a chain of a million nodes).
+  struct Frame {
+    const Value *V;
+    unsigned Next; ///< the producer's input to look at next
+    bool Lost;
+  };
+  llvm::SmallVector<Frame, 32> Stack;
+  auto Push = [&](const Value *X) -> std::optional<bool> {
+    if (!X || !X->Producer)
+      return false;
+    if (auto It = Memo.find(X); It != Memo.end())
+      return It->second;
     const Node &P = *X->Producer;
     if (P.Domain.empty() && (P.OpType == "Shape" || P.OpType == "Size")) {
       const Value *In = P.input(0);
-      if (!In || !In->Shp || !In->Shp->isDetermined())
-        return true;
+      bool Lost = !In || !In->Shp || !In->Shp->isDetermined();
+      Memo[X] = Lost;
+      return Lost;
+    }
+    Memo[X] = false; // (a graph has no cycles; this only guards)
+    Stack.push_back({X, 0, false});
+    return std::nullopt;
+  };
+  if (std::optional<bool> R = Push(V))
+    return *R;
+  bool Result = false;
+  while (!Stack.empty()) {
+    Frame &F = Stack.back();
+    const Node &P = *F.V->Producer;
+    if (!F.Lost && F.Next < P.Inputs.size()) {
+      const Value *In = P.Inputs[F.Next++];
+      if (std::optional<bool> R = Push(In))
+        Stack.back().Lost |= *R; // (Push may have grown the stack: re-fetch)
       continue;
     }
-    for (const Value *In : P.Inputs)
-      Work.push_back(In);
+    Frame Done = F;
+    Stack.pop_back();
+    Memo[Done.V] = Done.Lost;
+    if (Stack.empty())
+      Result = Done.Lost;
+    else
+      Stack.back().Lost |= Done.Lost;
   }
-  return Seen.size() >= MaxVisited; // too far to tell: not a data symbol
+  return Result;
 }
 
 /// The tensor element I of V comes from, through Cast, Identity and the
@@ -460,7 +503,7 @@ static const Value *elementSource(const Value *V, size_t I) {
 Dim runtimeExtent(Ctx &C, unsigned O, size_t Axis, unsigned From, size_t Elem, StringRef Op,
                   sym::ExprRef Bound) {
   const Value *V = C.in(From);
-  if (fromLostShape(elementSource(V, Elem)))
+  if (fromLostShape(elementSource(V, Elem), C.Inf.LostShapes))
     return Dim{};
   std::string Desc =
       (Op + " extent from the run-time value '" + (V ? V->Name : std::string("?")) + "'")

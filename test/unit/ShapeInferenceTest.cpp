@@ -691,8 +691,12 @@ TEST(ShapeInference, LoopStatesAndScanOutputs) {
     y = Identity(fin)
   })"));
   EXPECT_EQ(R.type("fin"), "f32[2,3]");
-  EXPECT_EQ(R.type("acc"), "f32[?,3]"); // grows each iteration
-  EXPECT_EQ(R.type("a2"), "f32[?,3]");
+  // acc grows by x's 2 rows each iteration: in the body its extent is a
+  // symbol (at most 2 + 2 * (5 - 1) = 10), after the loop 2 + 5 * 2.
+  EXPECT_EQ(R.type("acc"), "f32[12,3]");
+  EXPECT_EQ(R.type("a2"), "f32[\"Loop_0.state1_dim0\" + 2,3]");
+  ASSERT_EQ(R.Stats.DataSymbols.count("Loop_0.state1_dim0"), 1u);
+  EXPECT_EQ(R.Stats.DataSymbols.at("Loop_0.state1_dim0").Bound, ridge::sym::constant(10));
   EXPECT_EQ(R.type("scan"), "f32[5]");  // exactly 5 iterations
 }
 
