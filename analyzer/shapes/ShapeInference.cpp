@@ -121,6 +121,7 @@ void Inferencer::inferCall(Node &N, const Function &F) {
   if (CallDepth > 8)
     return;
   ++CallDepth;
+  LostShapes.clear(); // (the body's values are inferred anew for this call)
   for (Value &V : B.Values) {
     V.Elem = DType::Undefined;
     V.Shp.reset();
