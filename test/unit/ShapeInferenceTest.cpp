@@ -18,6 +18,7 @@
 #include "analyzer/onnx/Importer.h"
 #include "analyzer/onnx/LeanReader.h"
 #include "analyzer/shapes/ShapeInference.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -987,11 +988,29 @@ struct CrossCheck {
   std::map<std::string, size_t> OnnxOnlyOps, OnnxMoreOps, RidgeMoreOps, RidgeOnlyOps;
   std::vector<std::string> Details; ///< RIDGE_SI_VERBOSE=2: every difference
   std::map<std::string, size_t> UnknownOps; ///< ops with no ridge rule, per model
+  /// The dim names of the model's main-graph inputs and outputs (its own
+  /// names; set per model by compareModels).
+  llvm::StringSet<> ModelDims;
 };
 
-/// ONNX names the dims it cannot infer "unk__N": no more than unknown.
-Dim withoutGenerated(const Dim &D) {
-  return D.symbolName().starts_with("unk__") ? Dim{} : D;
+/// ONNX names the dims it cannot infer "unk__N": no more than unknown. So is
+/// a name that only a value inside the graph carries (an exporter's name for
+/// a dim its own inference lost, kept as declared by ONNX), not one of the
+/// model's inputs and outputs.
+Dim withoutGenerated(const Dim &D, const llvm::StringSet<> &ModelDims) {
+  llvm::StringRef S = D.symbolName();
+  return S.starts_with("unk__") || (!S.empty() && !ModelDims.contains(S)) ? Dim{} : D;
+}
+
+/// Sets X.ModelDims from M's main graph.
+void modelDims(const Graph &M, CrossCheck &X) {
+  X.ModelDims.clear();
+  for (const auto *List : {&M.Inputs, &M.Outputs})
+    for (const Value *V : *List)
+      if (V && V->Shp)
+        for (const Dim &D : V->Shp->Dims)
+          if (!D.symbolName().empty())
+            X.ModelDims.insert(D.symbolName());
 }
 
 void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
@@ -1034,7 +1053,9 @@ void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
       const Shape &A = *RV->Shp, &B = *OV->Shp;
       bool Bad = A.rank() != B.rank(), RMore = false, OMore = false;
       for (size_t D = 0; !Bad && D < A.rank(); ++D) {
-        Dim DA = A.Dims[D], DB = withoutGenerated(B.Dims[D]);
+        if (A.Dims[D] == B.Dims[D])
+          continue;
+        Dim DA = A.Dims[D], DB = withoutGenerated(B.Dims[D], X.ModelDims);
         if (DA == DB)
           continue;
         if (DA.isKnown() && DB.isKnown())
@@ -1134,6 +1155,7 @@ void crossCheckModel(const std::string &Path, const std::string &Name, CrossChec
   ++X.Models;
   for (const std::string &Op : inferShapes(*RM->Main, *RM).UnknownOps)
     ++X.UnknownOps[Op];
+  modelDims(*(*OM)->Main, X);
   compareGraphs(Name, *RM->Main, *(*OM)->Main, X);
 }
 
@@ -1339,6 +1361,7 @@ void truthCheckModel(const std::string &Dir, const std::string &Name, TruthCheck
   }
   ++X.Models;
   ++X.Onnx.Models;
+  modelDims(*(*OM)->Main, X.Onnx);
   compareGraphs(Name, *RM->Main, *(*OM)->Main, X.Onnx);
   for (size_t J = 0; J < RM->Main->Outputs.size(); ++J) {
     onnx::TensorProto T;
