@@ -58,14 +58,32 @@ std::string outputTypes(const Node &N) {
 }
 
 std::vector<OpTypeTotal> byOpType(const CostResult &C) {
-  std::map<std::string, OpTypeTotal> M;
+  // By the op type's and domain's interned strings first (no string made
+  // per node), then merged by name (an op type not interned, as a test
+  // builds one, still joins its own).
+  llvm::DenseMap<std::pair<const char *, const char *>, uint32_t> Slot;
+  std::vector<OpTypeTotal> Groups;
+  std::vector<const Node *> First;
   for (const NodeCost &NC : C.Nodes) {
-    std::string Op = NC.N->qualifiedOpType();
-    OpTypeTotal &T = M[Op];
-    T.Op = Op;
+    auto [It, New] = Slot.try_emplace({NC.N->Domain.data(), NC.N->OpType.data()},
+                                      uint32_t(Groups.size()));
+    if (New) {
+      Groups.emplace_back();
+      First.push_back(NC.N);
+    }
+    OpTypeTotal &T = Groups[It->second];
     ++T.Count;
     T.Fwd += NC.Fwd * NC.Multiplier;
     T.Bwd += NC.Bwd * NC.Multiplier;
+  }
+  std::map<std::string, OpTypeTotal> M;
+  for (size_t I = 0; I < Groups.size(); ++I) {
+    std::string Op = First[I]->qualifiedOpType();
+    OpTypeTotal &T = M[Op];
+    T.Op = Op;
+    T.Count += Groups[I].Count;
+    T.Fwd += Groups[I].Fwd;
+    T.Bwd += Groups[I].Bwd;
   }
   std::vector<OpTypeTotal> V;
   for (auto &[K, T] : M)
@@ -511,13 +529,14 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
 
   OS << "\nper op type:\n";
   size_t TypeW = 8;
-  for (const OpTypeTotal &T : byOpType(C))
+  std::vector<OpTypeTotal> Types = byOpType(C);
+  for (const OpTypeTotal &T : Types)
     TypeW = std::max(TypeW, T.Op.size());
   OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5}\n",
                 llvm::fmt_align("op", llvm::AlignStyle::Left, TypeW), "nodes",
                 "fwd", "bwd", "bytes", "share");
   double StepFlops = C.Fwd.Flops + C.Bwd.Flops;
-  for (const OpTypeTotal &T : byOpType(C))
+  for (const OpTypeTotal &T : Types)
     OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5:P1}\n",
                   llvm::fmt_align(T.Op, llvm::AlignStyle::Left, TypeW),
                   T.Count, siNumber(T.Fwd.Flops, "FLOP"), siNumber(T.Bwd.Flops, "FLOP"),
