@@ -1242,6 +1242,72 @@ void momentumOp(const CostContext &C, RuleCost &Out) { optimizerUpdate(C, Out, 2
 void adagradOp(const CostContext &C, RuleCost &Out) { optimizerUpdate(C, Out, 2, 6, 1); }
 void adamOp(const CostContext &C, RuleCost &Out) { optimizerUpdate(C, Out, 3, 13, 1); }
 
+/// Gradient (training preview): dy/dx for each x of xs, computed by the
+/// backward of the nodes between them and y. Its work is each such node's
+/// backward by the node's own rule, with gradients for its inputs on a path
+/// from xs (what the walker gives a training step's backward), summed as
+/// this node's forward, plus the seed dy = 1 (y's bytes written). A node on
+/// the way that no rule costs, or control flow, leaves it unmodeled.
+void gradientOp(const CostContext &C, RuleCost &Out) {
+  const Graph *G = C.N.Parent;
+  const Attribute *Xs = C.N.attr("xs");
+  const Value *Y = G ? G->lookupLocal(C.N.attrString("y", "")) : nullptr;
+  if (!G || !Xs || !Y) {
+    Out.Unmodeled = "its y or xs names no value of its graph";
+    return;
+  }
+  // Downstream of xs (in topological order, up to this node), then
+  // upstream of y among those nodes.
+  llvm::DenseSet<const Value *> Down, Up{Y};
+  for (const std::string &X : Xs->Strings) {
+    const Value *V = G->lookupLocal(X);
+    if (!V) {
+      Out.Unmodeled = "xs names '" + X + "', no value of its graph";
+      return;
+    }
+    Down.insert(V);
+  }
+  std::vector<const Node *> Before;
+  for (const auto &P : G->Nodes) {
+    if (P.get() == &C.N)
+      break;
+    Before.push_back(P.get());
+    if (llvm::any_of(P->Inputs, [&](const Value *V) { return V && Down.count(V); }))
+      for (const Value *V : P->Outputs)
+        if (V)
+          Down.insert(V);
+  }
+  for (const Node *P : llvm::reverse(Before))
+    if (llvm::any_of(P->Outputs, [&](const Value *V) { return V && Up.count(V); }))
+      for (const Value *V : P->Inputs)
+        if (V)
+          Up.insert(V);
+  for (const Node *P : Before) {
+    if (!llvm::any_of(P->Outputs,
+                      [&](const Value *V) { return V && Down.count(V) && Up.count(V); }))
+      continue;
+    const OpRule *Rule = findOpRule(P->Domain, P->OpType);
+    if (!Rule || !P->subgraphs().empty()) {
+      Out.Unmodeled = "the backward of '" + P->Name + "' (" + P->qualifiedOpType() +
+                      ") on the way from xs to y " +
+                      (Rule ? "runs control flow" : "has no cost rule");
+      return;
+    }
+    CostContext PC{*P, {}, C.FloatBytes, false, C.Symbolic};
+    for (unsigned I = 0; I < P->Inputs.size(); ++I)
+      PC.InputNeedsGrad.push_back(P->Inputs[I] && Down.count(P->Inputs[I]) &&
+                                  !(I < 32 && (Rule->NonDiffInputs >> I) & 1));
+    NodeCost NC;
+    applyRule(*Rule, PC, NC);
+    if (!NC.Unmodeled.empty()) {
+      Out.Unmodeled = "the backward of '" + P->Name + "': " + NC.Unmodeled.str();
+      return;
+    }
+    Out.Fwd += NC.bwdCounts();
+  }
+  Out.Fwd.Bytes += C.bytes(Y);
+}
+
 //===---------------------------- recurrent -----------------------------===//
 
 /// LSTM/GRU/RNN with G gates, hidden H, input I, directions D, steps S:
