@@ -103,7 +103,8 @@ void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned 
   // The product at micro-batch Mb (each dim a polynomial in it), split by
   // tensor parallelism as its sharding says: a column split divides N, a
   // row split K, another split (attention's heads) the batch.
-  GemmShape S{X.Gemm[0].at(Mb), X.Gemm[1].at(Mb), X.Gemm[2].at(Mb), X.Gemm[3].at(Mb)};
+  const GemmDims &D = Gemms[X.GemmIdx];
+  GemmShape S{D[0].at(Mb), D[1].at(Mb), D[2].at(Mb), D[3].at(Mb)};
   if (Kind == 1)
     S.N /= T;
   else if (Kind == 2)

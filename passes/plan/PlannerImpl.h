@@ -93,12 +93,14 @@ struct Position {
   bool NeedsBackward = false;
   DType Type = DType::Float;
   /// A matrix product (MatMul, Gemm) whose dims are known as formulas in
-  /// the batch: its GEMM's batch, M, N and K (productDims), and which
+  /// the batch: its GEMM's batch, M, N and K (productDims: Planner::Gemms[
+  /// GemmIdx], kept apart, as most positions are no product), and which
   /// operands' gradients the backward computes. The kernel model times it,
   /// as `analyze` does.
   bool Product = false, GradA = false, GradB = false;
-  std::array<BatchPoly, 4> Gemm;
+  uint32_t GemmIdx = 0;
 };
+using GemmDims = std::array<BatchPoly, 4>;
 
 /// A tensor-parallel collective's kind and full tensor bytes.
 struct CollectiveCost {
@@ -313,6 +315,8 @@ private:
   // Compact per-position data for the search.
   std::vector<uint32_t> ClassOf;        ///< positions with equal costs share a class
   std::vector<const Position *> ClassRep;
+  /// The products' GEMM dims (Position::GemmIdx).
+  std::vector<GemmDims> Gemms;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   std::vector<BatchPoly> SavedAff, SelAff, CkAff;
   std::vector<size_t> CutPos;           ///< positions with Cut, ascending

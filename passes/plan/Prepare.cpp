@@ -122,14 +122,19 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     if (NC.N->Parent == &G)
       if (auto Dims = productDims(*NC.N)) {
         Position &X = Pos[*P];
+        GemmDims Gemm;
         bool Ok = true;
         for (unsigned K = 0; K < 4 && Ok; ++K) {
           std::optional<BatchPoly> D = batchPoly((*Dims)[K], BatchSymbol);
           Ok = D.has_value();
           if (Ok)
-            X.Gemm[K] = *D;
+            Gemm[K] = *D;
         }
         X.Product = Ok;
+        if (Ok) {
+          X.GemmIdx = uint32_t(Gemms.size());
+          Gemms.push_back(Gemm);
+        }
         X.GradA = NC.inputNeedsGrad(0);
         X.GradB = NC.inputNeedsGrad(1);
       }
@@ -463,7 +468,7 @@ void Planner::classifyPositions() {
     Ky.Gemm = {};
     if (X.Product) {
       size_t J = 0;
-      for (const BatchPoly &D : X.Gemm)
+      for (const BatchPoly &D : Gemms[X.GemmIdx])
         for (double C : D.C)
           Ky.Gemm[J++] = C;
       Ky.Gemm[J++] = double(X.GradA);
