@@ -72,6 +72,14 @@ public:
       return std::nullopt;
     return std::array<double, 4>{V, U[0], U[1], U[2]};
   }
+  /// The univariate form's symbol (null for any other count).
+  ExprRef univariateSymbol() const { return IsU ? Sym : nullptr; }
+  /// The count of univariate() C in Symbol: what a Count in that form
+  /// holds, made again from its coefficients (a number when C's b terms
+  /// vanish).
+  static Count univariateOf(ExprRef Symbol, const std::array<double, 4> &C) {
+    return fastForm(Symbol, C[0], {C[1], C[2], C[3]});
+  }
 
   /// "24*batch*seq + 128", "(3*n + 1)/2"; a number as %.17g would print it
   /// exactly (integers without a fraction); "?" when unknown.

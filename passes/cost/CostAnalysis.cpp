@@ -56,7 +56,7 @@ static std::vector<std::string> findFreeSymbols(const CostResult &C) {
   // A node's formula can cancel in the totals (rare); its symbols still count.
   for (const NodeCost &NC : Nodes)
     if (NC.Sym)
-      for (std::string &S : NC.Sym->Fwd.Bytes.symbols())
+      for (std::string &S : NC.Sym->fwd().Bytes.symbols())
         Out.push_back(std::move(S));
   llvm::sort(Out);
   Out.erase(std::unique(Out.begin(), Out.end()), Out.end());
@@ -490,7 +490,9 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
       Stored += In ? sizeCount(In) : sym::Count(0);
     sym::Count Change = Stored - sizeCount(N.Inputs[I]);
     if (NC.Sym) {
-      NC.Sym->Fwd.Bytes += Change;
+      PhaseCount Fwd = NC.Sym->fwd();
+      Fwd.Bytes += Change;
+      NC.Sym->setFwd(Fwd);
     } else if (Change.isNumber()) {
       NC.Fwd.Bytes += Change.number();
     } else { // a weight whose shape holds a symbol: the node's bytes become a formula
@@ -563,8 +565,11 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   // A cache append in place reads the new keys or values and writes them
   // into the cache's next slots; the past is neither read nor copied.
   if (NC.Modeled && CacheAppends.contains(&N)) {
-    if (NC.Sym)
-      NC.Sym->Fwd.Bytes = 2 * sizeCount(N.input(1));
+    if (NC.Sym) {
+      PhaseCount Fwd = NC.Sym->fwd();
+      Fwd.Bytes = 2 * sizeCount(N.input(1));
+      NC.Sym->setFwd(Fwd);
+    }
     else
       NC.Fwd.Bytes = 2 * valueBytes(N.input(1), FloatBytes);
   }
@@ -578,7 +583,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
       ++R.FoldedNodes;
     NC.Fwd = PhaseCost();
     if (NC.Sym)
-      NC.Sym->Fwd = PhaseCount();
+      NC.Sym->setFwd(PhaseCount());
   }
   if (NC.Modeled && SymTrips.isFormula())
     multiplyBySymbolicTrips(NC);
@@ -590,8 +595,8 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
       if (!R.Sym)
         R.Sym.emplace();
       ++R.Sym->Nodes;
-      R.Sym->Fwd += NC.Sym->Fwd * Multiplier;
-      R.Sym->Bwd += NC.Sym->Bwd * Multiplier;
+      R.Sym->Fwd += NC.Sym->fwd() * Multiplier;
+      R.Sym->Bwd += NC.Sym->bwd() * Multiplier;
     }
   } else {
     ++R.UnmodeledNodes;
@@ -618,13 +623,17 @@ void CostWalker::multiplyBySymbolicTrips(NodeCost &NC) {
     P.Transcendentals = P.Transcendentals * SymTrips;
     P.Bytes = P.Bytes * SymTrips;
   };
-  Scale(S.Fwd);
-  Scale(S.Bwd);
+  PhaseCount Fwd = S.fwd(), Bwd = S.bwd();
+  Scale(Fwd);
+  Scale(Bwd);
+  S.setFwd(Fwd);
+  S.setBwd(Bwd);
   // Tensors saved for backward are per iteration: each body tensor once.
+  sym::Count Saved = S.savedBytes();
   for (const Value *V : NC.Saved)
     if (R.isActivation(V) && SymSaved.insert(V).second)
-      S.SavedBytes += valueCount(V, FloatBytes);
-  S.SavedBytes = S.SavedBytes * SymTrips;
+      Saved += valueCount(V, FloatBytes);
+  S.setSavedBytes(Saved * SymTrips);
   NC.Saved.clear();
   NC.Fwd = NC.Bwd = PhaseCost();
   NC.SavedBytes = 0;
@@ -677,7 +686,7 @@ void CostWalker::finish() {
     S = R.SavedActivationBytes;
     for (const NodeCost &NC : R.Nodes)
       if (NC.Sym)
-        S += NC.Sym->SavedBytes * NC.Multiplier;
+        S += NC.Sym->savedBytes() * NC.Multiplier;
     for (const Value *V : Distinct.Values)
       if (!V->numElements())
         S += valueCount(V, FloatBytes) * Distinct.Mult[V];
@@ -696,6 +705,28 @@ void CostWalker::finish() {
 }
 
 } // namespace
+
+sym::Count SymbolicCost::get(unsigned K) const {
+  for (const auto &[Cell, C] : General)
+    if (Cell == K)
+      return C;
+  const Cell &X = Cells[K];
+  return X.Symbol ? sym::Count::univariateOf(X.Symbol, X.C) : sym::Count(X.C[0]);
+}
+
+void SymbolicCost::set(unsigned K, const sym::Count &C) {
+  llvm::erase_if(General, [&](const auto &E) { return E.first == K; });
+  Cell &X = Cells[K];
+  X = Cell();
+  if (C.isNumber()) {
+    X.C[0] = C.number();
+  } else if (auto U = C.univariate()) {
+    X.C = *U;
+    X.Symbol = C.univariateSymbol();
+  } else {
+    General.emplace_back(uint8_t(K), C);
+  }
+}
 
 llvm::Error ridge::bindCosts(CostResult &C, const Model &M, const sym::Binding &Bind,
                             std::optional<double> FloatBytes) {
@@ -720,11 +751,11 @@ llvm::Error ridge::bindCosts(CostResult &C, const Model &M, const sym::Binding &
   C.UnmodeledFlopsEstimate = 0;
   for (NodeCost &NC : C.Nodes) {
     if (NC.Sym) {
-      if (llvm::Error E = Phase(NC, NC.Sym->Fwd, NC.Fwd))
+      if (llvm::Error E = Phase(NC, NC.Sym->fwd(), NC.Fwd))
         return E;
-      if (llvm::Error E = Phase(NC, NC.Sym->Bwd, NC.Bwd))
+      if (llvm::Error E = Phase(NC, NC.Sym->bwd(), NC.Bwd))
         return E;
-      if (llvm::Error E = At(NC, NC.Sym->SavedBytes, NC.SavedBytes))
+      if (llvm::Error E = At(NC, NC.Sym->savedBytes(), NC.SavedBytes))
         return E;
       NC.Sym.reset();
     }

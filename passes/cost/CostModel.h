@@ -65,10 +65,49 @@ inline PhaseCount countsOf(const PhaseCost &P) {
 
 /// A node's counts when they are formulas in free symbols (Config::
 /// SymbolicCosts and a shape that holds a symbol): the whole cost, in place
-/// of NodeCost's numbers (which stay 0).
-struct SymbolicCost {
-  PhaseCount Fwd, Bwd;
-  sym::Count SavedBytes = 0; ///< extras (masks, statistics), as NodeCost's
+/// of NodeCost's numbers (which stay 0): the forward's and backward's four
+/// counts and the saved extras (masks, statistics, as NodeCost's).
+/// Packed: a number, or a formula in the fast univariate form (the graph's
+/// leading symbol: what nearly every node of `analyze` and `plan` costs),
+/// takes five words and no allocation; any other formula is kept whole
+/// beside them. (Nine Counts held as such took 648 bytes a node.)
+class SymbolicCost {
+public:
+  SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd, const sym::Count &SavedBytes) {
+    setFwd(Fwd);
+    setBwd(Bwd);
+    setSavedBytes(SavedBytes);
+  }
+  PhaseCount fwd() const { return phase(0); }
+  PhaseCount bwd() const { return phase(4); }
+  sym::Count savedBytes() const { return get(8); }
+  void setFwd(const PhaseCount &P) { setPhase(0, P); }
+  void setBwd(const PhaseCount &P) { setPhase(4, P); }
+  void setSavedBytes(const sym::Count &C) { set(8, C); }
+
+private:
+  /// A number C[0] (Symbol null), or C[0] + C[1] b + C[2] b^2 + C[3] b^3
+  /// in Symbol b.
+  struct Cell {
+    std::array<double, 4> C{};
+    sym::ExprRef Symbol = nullptr;
+  };
+  std::array<Cell, 9> Cells;
+  /// The counts neither form holds, by cell (rare: a formula in several
+  /// symbols, or outside a univariate scope).
+  std::vector<std::pair<uint8_t, sym::Count>> General;
+
+  sym::Count get(unsigned K) const;
+  void set(unsigned K, const sym::Count &C);
+  PhaseCount phase(unsigned K) const {
+    return {get(K), get(K + 1), get(K + 2), get(K + 3)};
+  }
+  void setPhase(unsigned K, const PhaseCount &P) {
+    set(K, P.Flops);
+    set(K + 1, P.Macs);
+    set(K + 2, P.Transcendentals);
+    set(K + 3, P.Bytes);
+  }
 };
 
 /// Why a node is not costed: one pointer, null for almost every node.
@@ -111,8 +150,8 @@ struct NodeCost {
   /// Set when the counts are formulas (see SymbolicCost); null otherwise.
   Boxed<SymbolicCost> Sym;
   /// A phase's counts: its formulas, or its numbers.
-  PhaseCount fwdCounts() const { return Sym ? Sym->Fwd : countsOf(Fwd); }
-  PhaseCount bwdCounts() const { return Sym ? Sym->Bwd : countsOf(Bwd); }
+  PhaseCount fwdCounts() const { return Sym ? Sym->fwd() : countsOf(Fwd); }
+  PhaseCount bwdCounts() const { return Sym ? Sym->bwd() : countsOf(Bwd); }
 };
 
 /// Formula helpers, each with its formula; unit-tested.

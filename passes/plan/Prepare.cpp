@@ -76,7 +76,8 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
   auto OtherSymbol = [&](const NodeCost &NC) {
     if (!NC.Sym)
       return false;
-    for (const PhaseCount *P : {&NC.Sym->Fwd, &NC.Sym->Bwd})
+    PhaseCount Fwd = NC.Sym->fwd(), Bwd = NC.Sym->bwd();
+    for (const PhaseCount *P : {&Fwd, &Bwd})
       for (const sym::Count *C : {&P->Flops, &P->Macs, &P->Transcendentals, &P->Bytes})
         if (C->isFormula() && !C->univariate()) // (the fast form is the batch's alone)
           for (const std::string &S : C->symbols())
@@ -111,7 +112,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
       X.Bytes = X.Bytes * NC.Multiplier;
       (Bwd ? Pos[*P].Bwd : Pos[*P].Fwd) += X;
     }
-    sym::Count Extra = NC.Sym ? NC.Sym->SavedBytes : sym::Count(NC.SavedBytes);
+    sym::Count Extra = NC.Sym ? NC.Sym->savedBytes() : sym::Count(NC.SavedBytes);
     if (Extra != 0) {
       BatchPoly X;
       if (llvm::Error E = Poly(*NC.N, Extra, X))
