@@ -569,9 +569,9 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
       PhaseCount Fwd = NC.Sym->fwd();
       Fwd.Bytes = 2 * sizeCount(N.input(1));
       NC.Sym->setFwd(Fwd);
-    }
-    else
+    } else {
       NC.Fwd.Bytes = 2 * valueBytes(N.input(1), FloatBytes);
+    }
   }
   // An inference runtime folds what depends on weights and constants alone
   // (a transposed or dequantized weight) once, at load (ONNX Runtime's
