@@ -101,3 +101,43 @@ TEST(Roofline, MatrixAndVectorFlopsUseTheirOwnPeaks) {
   PhaseCost P{110, 50, 0, 1};
   EXPECT_DOUBLE_EQ(placePhase(P, 100, 10, 1000, 0, 0, false).ComputeS, 2.0);
 }
+
+// SymbolicCost keeps numbers and one symbol's fast form packed and any other
+// count whole: every kind reads back as it was set, in text and value.
+TEST(SymbolicCostTest, PackedCountsReadBackAsSet) {
+  using sym::Count;
+  auto Sym = [](const char *S) { return Count::of(sym::symbol(S)); };
+  Count General = Sym("n") * Sym("b") + 3; // two symbols: kept whole
+  sym::UnivariateScope InB(sym::symbol("b"));
+  Count B = Sym("b");
+  Count Fast = B * B * 2 + B * 0.5 + 7; // the fast form
+  ASSERT_TRUE(Fast.univariate().has_value());
+  Count Unknown = Count::undecided("a test");
+  PhaseCount Fwd{Fast, 0, General, 12.5}, Bwd{Unknown, B, 1, Fast * 3};
+  SymbolicCost S(Fwd, Bwd, General + Fast);
+  auto Same = [](const Count &A, const Count &X) {
+    EXPECT_EQ(A.isNumber(), X.isNumber());
+    EXPECT_EQ(A.isUnknown(), X.isUnknown());
+    EXPECT_EQ(A.str(), X.str());
+    EXPECT_EQ(A.univariate().has_value(), X.univariate().has_value());
+  };
+  PhaseCount F = S.fwd(), W = S.bwd();
+  Same(F.Flops, Fast);
+  Same(F.Macs, 0);
+  Same(F.Transcendentals, General);
+  Same(F.Bytes, 12.5);
+  Same(W.Flops, Unknown);
+  Same(W.Macs, B);
+  Same(W.Transcendentals, 1);
+  Same(W.Bytes, Fast * 3);
+  Same(S.savedBytes(), General + Fast);
+  // Overwriting a cell drops what it held (a general count replaced by a
+  // number, a number by a general one).
+  S.setFwd({General, Fast, 4, 0});
+  F = S.fwd();
+  Same(F.Flops, General);
+  Same(F.Macs, Fast);
+  Same(F.Transcendentals, 4);
+  EXPECT_EQ(*S.fwd().Macs.evaluate([](llvm::StringRef) { return std::optional<int64_t>(2); }),
+            2 * 4 + 1 + 7);
+}
