@@ -122,10 +122,74 @@ static void setCarriedOutput(Ctx &C, unsigned O, const Value *Init, const Value 
   C.set(O, DType::Undefined, S);
 }
 
+/// A Loop that runs its body exactly once (a maximum trip count of 1 and a
+/// condition known true: torch's export of torch.split into two pieces):
+/// the body is inferred with the iteration number 0 and the states' initial
+/// values, elements included, and its outputs are the loop's, exactly.
+static bool ruleLoopOnce(Ctx &C, Graph &Body, size_t NState) {
+  Value Iter;
+  Iter.Elem = DType::Int64;
+  Iter.Shp.emplace();
+  if (Body.Inputs.size() >= 1) {
+    typeLike(*Body.Inputs[0], Iter);
+    C.Inf.Vals[Body.Inputs[0]] = IVec{IV::known(0)};
+  }
+  if (Body.Inputs.size() >= 2 && C.in(1)) {
+    typeLike(*Body.Inputs[1], *C.in(1));
+    IVec V;
+    if (C.vals(1, V))
+      C.Inf.Vals[Body.Inputs[1]] = V;
+  }
+  for (size_t K = 0; K < NState && 2 + K < Body.Inputs.size(); ++K)
+    if (Value *In = C.in(2 + K)) {
+      Value *B = Body.Inputs[2 + K];
+      typeLike(*B, *In);
+      if (const ElemInfo *E = elemsOf(C, 2 + K))
+        C.Inf.Elems[B] = *E;
+      IVec V;
+      if (C.vals(2 + K, V))
+        C.Inf.Vals[B] = V;
+    }
+  C.Inf.inferGraph(Body);
+  C.Inf.LoopTrips[&C.N] = sym::constant(1);
+  for (size_t J = 0; J < C.numOuts() && 1 + J < Body.Outputs.size(); ++J) {
+    Value *B = Body.Outputs[1 + J];
+    C.setType(J, B->Elem);
+    if (J < NState) // a state: its value after the one iteration
+      if (auto It = C.Inf.Elems.find(B); It != C.Inf.Elems.end())
+        setElems(C, J, It->second); // (a sequence: no shape of its own)
+    if (!B->Shp)
+      continue;
+    Shape S = *B->Shp;
+    if (J >= NState) { // a scan output: the one iteration's value, stacked
+      S.Dims.insert(S.Dims.begin(), Dim::known(1));
+      C.set(J, B->Elem, S);
+      continue;
+    }
+    C.set(J, B->Elem, S);
+    if (auto It = C.Inf.Vals.find(B); It != C.Inf.Vals.end()) {
+      IVec Copy = It->second;
+      C.setVals(J, Copy);
+    }
+  }
+  return true;
+}
+
 void ruleLoop(Ctx &C) {
   Graph *Body = attrGraph(C.N, "body");
   if (!Body)
     return;
+  size_t NStates = C.N.Inputs.size() >= 2 ? C.N.Inputs.size() - 2 : 0;
+  {
+    IVec M;
+    bool OnceMax = C.has(0) && C.vals(0, M) && M.size() == 1 && M[0].Known && M[0].V == 1;
+    bool CondTrue = !C.has(1);
+    IVec CV;
+    if (C.has(1) && C.vals(1, CV) && CV.size() == 1)
+      CondTrue = CV[0].Known && CV[0].V;
+    if (OnceMax && CondTrue && ruleLoopOnce(C, *Body, NStates))
+      return;
+  }
   // Body inputs: iteration number, condition, loop-carried states.
   // Body outputs: condition, states, scan outputs.
   Value Iter, Cond;
