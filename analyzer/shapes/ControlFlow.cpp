@@ -144,8 +144,10 @@ static bool ruleLoopOnce(Ctx &C, Graph &Body, size_t NState) {
     if (Value *In = C.in(2 + K)) {
       Value *B = Body.Inputs[2 + K];
       typeLike(*B, *In);
-      if (const ElemInfo *E = elemsOf(C, 2 + K))
-        C.Inf.Elems[B] = *E;
+      if (const ElemInfo *E = elemsOf(C, 2 + K)) {
+        ElemInfo Copy = *E; // (E points into the map the next line may grow)
+        C.Inf.Elems[B] = std::move(Copy);
+      }
       IVec V;
       if (C.vals(2 + K, V))
         C.Inf.Vals[B] = V;

@@ -211,15 +211,16 @@ void refineShape(Value &V, const Shape &S) {
   // A symbolic dim an exporter wrote for a value inside the graph (torch's
   // "Concatres_append.3_dim_0", "unk__314": a dim its own inference lost)
   // gives way to the one inferred from the graph's inputs. A graph's inputs
-  // and outputs keep their names (they are its signature), except a Loop
-  // body's outputs: the state after one iteration, whose growth ridge
-  // follows (loop-growth.onnxtxt).
-  auto InLoopBody = [&] {
+  // and outputs keep their names (they are its signature), except the
+  // outputs of a Loop body (the state after one iteration, whose growth
+  // ridge follows: loop-growth.onnxtxt) and of an If branch (the If's value:
+  // torch names the batch of x.squeeze(1) under `if x.shape[1] == 1`).
+  auto InBody = [&] {
     const Graph *G = V.Producer ? V.Producer->Parent : nullptr;
-    return G && G->ParentNode && G->ParentNode->OpType == "Loop" &&
-           G->ParentNode->Domain.empty();
+    return G && G->ParentNode && G->ParentNode->Domain.empty() &&
+           (G->ParentNode->OpType == "Loop" || G->ParentNode->OpType == "If");
   };
-  bool Inner = V.Kind == ValueKind::Intermediate && (!V.IsGraphOutput || InLoopBody());
+  bool Inner = V.Kind == ValueKind::Intermediate && (!V.IsGraphOutput || InBody());
   for (size_t I = 0; I < S.rank(); ++I) {
     Dim &Old = V.Shp->Dims[I];
     const Dim &New = S.Dims[I];
