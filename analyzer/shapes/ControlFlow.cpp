@@ -126,7 +126,7 @@ static void setCarriedOutput(Ctx &C, unsigned O, const Value *Init, const Value 
 /// condition known true: torch's export of torch.split into two pieces):
 /// the body is inferred with the iteration number 0 and the states' initial
 /// values, elements included, and its outputs are the loop's, exactly.
-static bool ruleLoopOnce(Ctx &C, Graph &Body, size_t NState) {
+static void ruleLoopOnce(Ctx &C, Graph &Body, size_t NState) {
   Value Iter;
   Iter.Elem = DType::Int64;
   Iter.Shp.emplace();
@@ -174,7 +174,6 @@ static bool ruleLoopOnce(Ctx &C, Graph &Body, size_t NState) {
       C.setVals(J, Copy);
     }
   }
-  return true;
 }
 
 void ruleLoop(Ctx &C) {
@@ -189,8 +188,8 @@ void ruleLoop(Ctx &C) {
     IVec CV;
     if (C.has(1) && C.vals(1, CV) && CV.size() == 1)
       CondTrue = CV[0].Known && CV[0].V;
-    if (OnceMax && CondTrue && ruleLoopOnce(C, *Body, NStates))
-      return;
+    if (OnceMax && CondTrue)
+      return ruleLoopOnce(C, *Body, NStates);
   }
   // Body inputs: iteration number, condition, loop-carried states.
   // Body outputs: condition, states, scan outputs.
