@@ -126,20 +126,12 @@ static void setCarriedOutput(Ctx &C, unsigned O, const Value *Init, const Value 
 /// condition known true: torch's export of torch.split into two pieces):
 /// the body is inferred with the iteration number 0 and the states' initial
 /// values, elements included, and its outputs are the loop's, exactly.
+/// (The iteration number and condition inputs are typed by ruleLoop.)
 static void ruleLoopOnce(Ctx &C, Graph &Body, size_t NState) {
-  Value Iter;
-  Iter.Elem = DType::Int64;
-  Iter.Shp.emplace();
-  if (Body.Inputs.size() >= 1) {
-    typeLike(*Body.Inputs[0], Iter);
+  if (Body.Inputs.size() >= 1)
     C.Inf.Vals[Body.Inputs[0]] = IVec{IV::known(0)};
-  }
-  if (Body.Inputs.size() >= 2 && C.in(1)) {
-    typeLike(*Body.Inputs[1], *C.in(1));
-    IVec V;
-    if (C.vals(1, V))
-      C.Inf.Vals[Body.Inputs[1]] = V;
-  }
+  if (Body.Inputs.size() >= 2)
+    C.Inf.Vals[Body.Inputs[1]] = IVec{IV::known(1)};
   for (size_t K = 0; K < NState && 2 + K < Body.Inputs.size(); ++K)
     if (Value *In = C.in(2 + K)) {
       Value *B = Body.Inputs[2 + K];
@@ -180,17 +172,6 @@ void ruleLoop(Ctx &C) {
   Graph *Body = attrGraph(C.N, "body");
   if (!Body)
     return;
-  size_t NStates = C.N.Inputs.size() >= 2 ? C.N.Inputs.size() - 2 : 0;
-  {
-    IVec M;
-    bool OnceMax = C.has(0) && C.vals(0, M) && M.size() == 1 && M[0].Known && M[0].V == 1;
-    bool CondTrue = !C.has(1);
-    IVec CV;
-    if (C.has(1) && C.vals(1, CV) && CV.size() == 1)
-      CondTrue = CV[0].Known && CV[0].V;
-    if (OnceMax && CondTrue)
-      return ruleLoopOnce(C, *Body, NStates);
-  }
   // Body inputs: iteration number, condition, loop-carried states.
   // Body outputs: condition, states, scan outputs.
   Value Iter, Cond;
@@ -202,8 +183,25 @@ void ruleLoop(Ctx &C) {
     typeLike(*Body->Inputs[0], Iter);
   if (Body->Inputs.size() >= 2)
     typeLike(*Body->Inputs[1], Cond);
-  SmallVector<std::pair<Value *, Value *>, 4> Carried;
   size_t NState = C.N.Inputs.size() >= 2 ? C.N.Inputs.size() - 2 : 0;
+  // The maximum trip count: a number, or an expression (a loop over a
+  // symbolic sequence length).
+  IVec MaxVals;
+  sym::ExprRef Max = nullptr;
+  if (C.has(0) && C.vals(0, MaxVals) && MaxVals.size() == 1)
+    Max = MaxVals[0].expr();
+  if (Max && Max->constant() && *Max->constant() < 0)
+    Max = nullptr;
+  auto KnownTrue = [&](Value *V) {
+    auto It = V ? C.Inf.Vals.find(V) : C.Inf.Vals.end();
+    if (It != C.Inf.Vals.end())
+      return llvm::all_of(It->second, [](const IV &X) { return X.Known && X.V; });
+    return V && V->IntData && llvm::all_of(*V->IntData, [](int64_t X) { return X != 0; });
+  };
+  bool StartsTrue = !C.has(1) || KnownTrue(C.in(1));
+  if (Max && Max->constant() == 1 && StartsTrue)
+    return ruleLoopOnce(C, *Body, NState);
+  SmallVector<std::pair<Value *, Value *>, 4> Carried;
   for (size_t K = 0; K < NState; ++K) {
     if (2 + K >= Body->Inputs.size() || 1 + K >= Body->Outputs.size())
       break;
@@ -217,14 +215,6 @@ void ruleLoop(Ctx &C) {
     }
     Carried.push_back({Body->Inputs[2 + K], Body->Outputs[1 + K]});
   }
-  // The maximum trip count: a number, or an expression (a loop over a
-  // symbolic sequence length).
-  IVec MaxVals;
-  sym::ExprRef Max = nullptr;
-  if (C.has(0) && C.vals(0, MaxVals) && MaxVals.size() == 1)
-    Max = MaxVals[0].expr();
-  if (Max && Max->constant() && *Max->constant() < 0)
-    Max = nullptr;
   // A state dim the body grows by a fixed step (a list appended in the
   // loop: torch.cat((res, row)) each iteration) takes, in the body, a symbol
   // for its extent at an iteration; after the loop it is known from the
@@ -255,12 +245,6 @@ void ruleLoop(Ctx &C) {
   // of the trip count when the loop runs exactly that many times (its
   // condition is true and the body passes it through or keeps it true).
   Dim Trip;
-  auto KnownTrue = [&](Value *V) {
-    auto It = V ? C.Inf.Vals.find(V) : C.Inf.Vals.end();
-    if (It != C.Inf.Vals.end())
-      return llvm::all_of(It->second, [](const IV &X) { return X.Known && X.V; });
-    return V && V->IntData && llvm::all_of(*V->IntData, [](int64_t X) { return X != 0; });
-  };
   if (!Max) {
     // No maximum trip count: how many iterations run only running the graph
     // decides (a while loop): a symbol, bindable with --dim, that the cost
@@ -273,7 +257,7 @@ void ruleLoop(Ctx &C) {
     // may stop the loop early); scan outputs take it when the loop runs
     // exactly that many times.
     C.Inf.LoopTrips[&C.N] = Max;
-    if ((!C.has(1) || KnownTrue(C.in(1))) && Body->Inputs.size() >= 2 && !Body->Outputs.empty()) {
+    if (StartsTrue && Body->Inputs.size() >= 2 && !Body->Outputs.empty()) {
       Value *CondOut = Body->Outputs[0];
       const Node *P = CondOut->Producer;
       if (CondOut == Body->Inputs[1] || KnownTrue(CondOut) ||

@@ -265,6 +265,8 @@ private:
   llvm::Error finishLoad();
   llvm::Error takePolynomials(const CostResult &Sym);
   void bindMicroBatchOne();
+  /// The binding of the batch symbol to 1 (and nothing else).
+  sym::Binding microBatchOne() const;
   void sumPositions();
   /// V's bytes as a polynomial in the micro-batch (taken before the bind).
   BatchPoly bytesOf(const Value *V) const;

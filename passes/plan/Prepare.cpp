@@ -168,14 +168,17 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
   return llvm::Error::success();
 }
 
+sym::Binding Planner::microBatchOne() const {
+  return [Name = BatchSymbol](llvm::StringRef S) -> std::optional<int64_t> {
+    return S == Name ? std::optional<int64_t>(1) : std::nullopt;
+  };
+}
+
 void Planner::bindMicroBatchOne() {
   // The batch bound to 1 in every shape (and in the data-dependent
   // symbols' bounds): the graph the search's structure is taken from, as
   // loading it at micro-batch 1 gives.
-  std::string Name = BatchSymbol;
-  sym::Binding One = [&](llvm::StringRef S) -> std::optional<int64_t> {
-    return S == Name ? std::optional<int64_t>(1) : std::nullopt;
-  };
+  sym::Binding One = microBatchOne();
   llvm::DenseMap<sym::ExprRef, Dim> Bound; // each distinct dim once
   auto Bind = [&](Graph &Gr) {
     for (Value &V : Gr.Values)
@@ -196,7 +199,7 @@ void Planner::bindMicroBatchOne() {
   for (auto &[S, D] : M1->DataSymbols)
     if (D.Bound)
       D.Bound = sym::substitute(D.Bound, One);
-  M1->DimBindings[Name] = 1;
+  M1->DimBindings[BatchSymbol] = 1;
 }
 
 llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
@@ -238,11 +241,7 @@ llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
   // once.
   if (llvm::all_of(SymModeled, [](uint8_t M) { return M != 0; })) {
     Timing::Scope Phase(T, "plan: costs at micro-batch 1");
-    std::string Name = BatchSymbol;
-    sym::Binding One = [&](llvm::StringRef S) -> std::optional<int64_t> {
-      return S == Name ? std::optional<int64_t>(1) : std::nullopt;
-    };
-    if (llvm::Error E = bindCosts(C1, *M1, One, floatBytes(Cfg)))
+    if (llvm::Error E = bindCosts(C1, *M1, microBatchOne(), floatBytes(Cfg)))
       return E;
     return finishLoad();
   }
