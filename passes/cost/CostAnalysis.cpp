@@ -56,7 +56,7 @@ static std::vector<std::string> findFreeSymbols(const CostResult &C) {
   // A node's formula can cancel in the totals (rare); its symbols still count.
   for (const NodeCost &NC : Nodes)
     if (NC.Sym)
-      for (std::string &S : NC.Sym->fwd().Bytes.symbols())
+      for (std::string &S : NC.Sym->fwdBytes().symbols())
         Out.push_back(std::move(S));
   llvm::sort(Out);
   Out.erase(std::unique(Out.begin(), Out.end()), Out.end());
@@ -490,9 +490,7 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
       Stored += In ? sizeCount(In) : sym::Count(0);
     sym::Count Change = Stored - sizeCount(N.Inputs[I]);
     if (NC.Sym) {
-      PhaseCount Fwd = NC.Sym->fwd();
-      Fwd.Bytes += Change;
-      NC.Sym->setFwd(Fwd);
+      NC.Sym->setFwdBytes(NC.Sym->fwdBytes() + Change);
     } else if (Change.isNumber()) {
       NC.Fwd.Bytes += Change.number();
     } else { // a weight whose shape holds a symbol: the node's bytes become a formula
@@ -565,13 +563,10 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   // A cache append in place reads the new keys or values and writes them
   // into the cache's next slots; the past is neither read nor copied.
   if (NC.Modeled && CacheAppends.contains(&N)) {
-    if (NC.Sym) {
-      PhaseCount Fwd = NC.Sym->fwd();
-      Fwd.Bytes = 2 * sizeCount(N.input(1));
-      NC.Sym->setFwd(Fwd);
-    } else {
+    if (NC.Sym)
+      NC.Sym->setFwdBytes(2 * sizeCount(N.input(1)));
+    else
       NC.Fwd.Bytes = 2 * valueBytes(N.input(1), FloatBytes);
-    }
   }
   // An inference runtime folds what depends on weights and constants alone
   // (a transposed or dequantized weight) once, at load (ONNX Runtime's

@@ -81,7 +81,9 @@ public:
   PhaseCount fwd() const { return phase(0); }
   PhaseCount bwd() const { return phase(4); }
   sym::Count savedBytes() const { return get(8); }
+  sym::Count fwdBytes() const { return get(3); }
   void setFwd(const PhaseCount &P) { setPhase(0, P); }
+  void setFwdBytes(const sym::Count &C) { set(3, C); }
   void setBwd(const PhaseCount &P) { setPhase(4, P); }
   void setSavedBytes(const sym::Count &C) { set(8, C); }
 
