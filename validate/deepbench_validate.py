@@ -180,6 +180,17 @@ def predict(ridge, device, kernels, elem, extra, workdir, tag):
     return preds
 
 
+def shape_key(k):
+    """The kernel's sizes, one CSV field: gemm MxNxK ta tb, conv NxCxHxW KxRxS/stride,
+    recurrent hidden x batch x T."""
+    if k["kind"] == "gemm":
+        return f'{k["M"]}x{k["N"]}x{k["K"]} {k["ta"]}{k["tb"]}'
+    if k["kind"] == "conv":
+        return (f'{k["N"]}x{k["C"]}x{k["H"]}x{k["W"]} {k["K"]}x{k["R"]}x{k["S"]}'
+                f'/{k["stride_h"]}x{k["stride_w"]} p{k["pad_h"]}x{k["pad_w"]}')
+    return f'h{k["hidden"]} n{k["N"]} t{k["T"]}'
+
+
 def impossible(k, ms, peak):
     allow = 2.25 if (k["kind"] == "conv" and k["R"] == 3 and k["S"] == 3
                      and k["stride_h"] == 1 and k["stride_w"] == 1) else 1.0
@@ -226,7 +237,7 @@ def main():
                         e = math.log(p[ph] / m)
                         groups.setdefault((gpu, kind, prec, ph), []).append(e)
                         per_gpu.setdefault(gpu, []).append(e)
-                        rows.append((gpu, prec, k["kind"], ph, m, p[ph]))
+                        rows.append((gpu, prec, k["kind"], ph, shape_key(k), m, p[ph]))
 
     print("| GPU | kind | precision | phase | n | typical error | within 1.25x | bias |")
     print("|---|---|---|---|---:|---:|---:|---:|")
@@ -259,9 +270,9 @@ def main():
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "deepbench-phases.csv"), "w") as f:
-            f.write("gpu,precision,kind,phase,measured_ms,predicted_ms\n")
+            f.write("gpu,precision,kind,phase,shape,measured_ms,predicted_ms\n")
             for r in rows:
-                f.write("%s,%s,%s,%s,%.6g,%.6g\n" % r)
+                f.write("%s,%s,%s,%s,%s,%.6g,%.6g\n" % r)
     return 0 if ok_all and not bad_groups else 1
 
 
