@@ -104,7 +104,7 @@ GroupOrder orderGroups(const std::vector<uint32_t> &Group) {
 
 /// Adds node I's costs to G.
 void join(FusionGroup &G, const NodeCost &NC, size_t I) {
-  G.Members.push_back(I);
+  G.Members.push_back(uint32_t(I));
   G.Multiplier = NC.Multiplier;
   G.Fwd += NC.Fwd;
   G.Bwd += NC.Bwd;
@@ -128,9 +128,9 @@ void fuseGroup(FusionGroup &G, const std::vector<const Value *> &Interior,
   G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
   G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
   DType Ty = RL.Nodes[G.Members.front()].Type;
-  G.FwdTime = placeOnDevice(G.Fwd, *RL.Dev, Ty, Cfg);
+  G.FwdSeconds = placeOnDevice(G.Fwd, *RL.Dev, Ty, Cfg).Seconds;
   if (G.NeedsBackward)
-    G.BwdTime = placeOnDevice(G.Bwd, *RL.Dev, Ty, Cfg);
+    G.BwdSeconds = placeOnDevice(G.Bwd, *RL.Dev, Ty, Cfg).Seconds;
   // With the kernel model a fused group runs at least as long as its matrix
   // products' kernels: fusion removes the element-wise traffic around them,
   // not their waves.
@@ -141,8 +141,8 @@ void fuseGroup(FusionGroup &G, const std::vector<const Value *> &Interior,
         Fwd += RL.Nodes[I].Fwd.Seconds;
         Bwd += RL.Nodes[I].Bwd.Seconds;
       }
-    G.FwdTime.Seconds = std::max(G.FwdTime.Seconds, Fwd);
-    G.BwdTime.Seconds = std::max(G.BwdTime.Seconds, Bwd);
+    G.FwdSeconds = std::max(G.FwdSeconds, Fwd);
+    G.BwdSeconds = std::max(G.BwdSeconds, Bwd);
   }
 }
 
@@ -181,7 +181,7 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
   for (size_t S = 0; S < NSlots; ++S) {
     FusionGroup *G = Kept[S] != UINT32_MAX ? &R.Groups[Kept[S]] : &One;
     if (G == &One) {
-      std::vector<size_t> Members = std::move(One.Members); // its capacity kept
+      std::vector<uint32_t> Members = std::move(One.Members); // its capacity kept
       Members.clear();
       One = FusionGroup();
       One.Members = std::move(Members);
@@ -189,7 +189,7 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     }
     fuseGroup(*G, Interior, *C, *RL, Cfg);
     R.BytesAfter += (G->Fwd.Bytes + G->Bwd.Bytes) * G->Multiplier;
-    R.StepSecondsAfter += (G->FwdTime.Seconds + G->BwdTime.Seconds) * G->Multiplier;
+    R.StepSecondsAfter += (G->FwdSeconds + G->BwdSeconds) * G->Multiplier;
     R.FusedOps += G->Members.size() - 1;
   }
   for (const NodeCost &NC : C->Nodes)

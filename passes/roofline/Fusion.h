@@ -18,12 +18,15 @@
 namespace ridge {
 
 struct FusionGroup {
-  std::vector<size_t> Members; ///< indices into CostResult::Nodes, in order
-  PhaseCost Fwd, Bwd;          ///< fused amounts (multiplier applied)
+  std::vector<uint32_t> Members; ///< indices into CostResult::Nodes, in order
+  PhaseCost Fwd, Bwd;            ///< fused amounts (multiplier applied)
   double Multiplier = 1;
   bool NeedsBackward = false;
-  double SavedBytes = 0;       ///< intermediate bytes no longer moved
-  PhaseTime FwdTime, BwdTime;
+  double SavedBytes = 0; ///< intermediate bytes no longer moved
+  /// The fused kernels' times on the device (only the seconds are kept: a
+  /// 100k-node graph has 30k groups, and two whole PhaseTimes were half of
+  /// a group's bytes).
+  double FwdSeconds = 0, BwdSeconds = 0;
 };
 
 struct FusionResult {
