@@ -122,9 +122,9 @@ def table2(args):
         if scheme == "PTD-P":
             r = subprocess.run(cmd + args.extra.split(), capture_output=True, text=True)
             if r.returncode == 0:
-                a = json.loads(r.stdout)["fixed"]
-                ap = formula_flops(B, l, h) / a["step_seconds"] / n / 1e12
-                alt = f"{ap:.1f} (v={a['interleave']}), {(ap - meas) / meas * 100:+.1f}%"
+                inter = json.loads(r.stdout)["fixed"]
+                ip = formula_flops(B, l, h) / inter["step_seconds"] / n / 1e12
+                alt = f"{ip:.1f} (v={inter['interleave']}), {(ip - meas) / meas * 100:+.1f}%"
             else:
                 alt = "ridge failed: " + r.stderr.strip()[:100]
         cmd += ["--interleave", "1"]
