@@ -154,6 +154,8 @@ struct NodeCost {
   /// A phase's counts: its formulas, or its numbers.
   PhaseCount fwdCounts() const { return Sym ? Sym->fwd() : countsOf(Fwd); }
   PhaseCount bwdCounts() const { return Sym ? Sym->bwd() : countsOf(Bwd); }
+  /// The extra saved bytes (SavedBytes): its formula, or its number.
+  sym::Count savedCounts() const { return Sym ? Sym->savedBytes() : sym::Count(SavedBytes); }
 };
 
 /// Formula helpers, each with its formula; unit-tested.

@@ -74,7 +74,7 @@ Count ridge::valueCount(const Value *V, std::optional<double> FloatBytes) {
 
 Count ridge::nodeSavedCount(const NodeCost &NC, const CostResult &C,
                             std::optional<double> FloatBytes) {
-  Count B = NC.Sym ? NC.Sym->savedBytes() : Count(NC.SavedBytes);
+  Count B = NC.savedCounts();
   for (const Value *V : NC.Saved)
     if (C.isActivation(V))
       B += valueCount(V, FloatBytes);

@@ -63,9 +63,7 @@ template <> struct Amounts<double> {
 };
 template <> struct Amounts<sym::Count> {
   static PhaseCount fwd(const NodeCost &NC) { return NC.fwdCounts(); }
-  static sym::Count saved(const NodeCost &NC) {
-    return NC.Sym ? NC.Sym->savedBytes() : sym::Count(NC.SavedBytes);
-  }
+  static sym::Count saved(const NodeCost &NC) { return NC.savedCounts(); }
   static sym::Count bytes(const Value *V, std::optional<double> FloatBytes) {
     return determinedBytes(V, FloatBytes);
   }

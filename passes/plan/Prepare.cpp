@@ -112,7 +112,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
       X.Bytes = X.Bytes * NC.Multiplier;
       (Bwd ? Pos[*P].Bwd : Pos[*P].Fwd) += X;
     }
-    sym::Count Extra = NC.Sym ? NC.Sym->savedBytes() : sym::Count(NC.SavedBytes);
+    sym::Count Extra = NC.savedCounts();
     if (Extra != 0) {
       BatchPoly X;
       if (llvm::Error E = Poly(*NC.N, Extra, X))
