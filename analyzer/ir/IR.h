@@ -16,6 +16,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMapEntry.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/TinyPtrVector.h"
 #include "llvm/ADT/iterator.h"
 #include "llvm/ADT/iterator_range.h"
 #include <algorithm>
@@ -185,7 +186,10 @@ public:
   uint32_t Id = 0;
   std::optional<Shape> Shp; ///< nullopt: rank unknown
   Node *Producer = nullptr;
-  llvm::SmallVector<Node *, 2> Users;
+  /// The nodes reading the value, once per operand position that reads it.
+  /// One pointer in place (most values have one reader; a 1M-node graph has
+  /// 1.5M values), a heap list past one.
+  llvm::TinyPtrVector<Node *> Users;
   /// Set for initializers: one copy per model of each distinct info
   /// (Model::initializerInfo), as a generated graph's half million weights
   /// in one external file all have the same.

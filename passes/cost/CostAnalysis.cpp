@@ -625,7 +625,7 @@ void CostWalker::multiplyBySymbolicTrips(NodeCost &NC) {
   S.setBwd(Bwd);
   // Tensors saved for backward are per iteration: each body tensor once.
   sym::Count Saved = S.savedBytes();
-  for (const Value *V : NC.Saved)
+  for (const Value *V : NC.saved())
     if (R.isActivation(V) && SymSaved.insert(V).second)
       Saved += valueCount(V, FloatBytes);
   S.setSavedBytes(Saved * SymTrips);
@@ -646,7 +646,7 @@ struct DistinctSaved {
   ValueMap<double> Mult;
   DistinctSaved(const Model &M, const CostResult &R) : Mult(*M.Main, -1) {
     for (const NodeCost &NC : R.Nodes)
-      for (const Value *V : NC.Saved)
+      for (const Value *V : NC.saved())
         if (R.isActivation(V)) {
           double &X = Mult[V];
           if (X < 0) {

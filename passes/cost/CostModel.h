@@ -131,14 +131,36 @@ private:
   Boxed<std::string> P;
 };
 
+/// Which of a node's operands (its inputs, then its outputs) a backward
+/// keeps: a bit each for the first 32 positions, a list past them (a Sum of
+/// 40 inputs). Four bytes where a list of pointers took 32: a million-node
+/// graph keeps one per node.
+class SavedOperands {
+public:
+  /// Keeps V, an input or output of N (its first position when it is at
+  /// several).
+  void add(const Node &N, const Value *V);
+  void clear() {
+    Bits = 0;
+    Far.reset();
+  }
+  bool empty() const { return Bits == 0 && !Far; }
+  /// The kept values of N, each once, in operand order.
+  llvm::SmallVector<const Value *, 4> values(const Node &N) const;
+
+private:
+  uint32_t Bits = 0;
+  Boxed<llvm::SmallVector<const Value *, 2>> Far;
+};
+
 struct NodeCost {
   const Node *N = nullptr;
   PhaseCost Fwd, Bwd;
   double SavedBytes = 0;  ///< extra tensors kept for backward (masks, stats)
-  /// Activations (node inputs/outputs) kept for backward; deduplicated
-  /// across nodes when totals are taken.
-  llvm::SmallVector<const Value *, 2> Saved;
   double Multiplier = 1;  ///< loop trip counts; 0 for an If branch not taken
+  /// Activations (node inputs/outputs) kept for backward; deduplicated
+  /// across nodes when totals are taken. See saved().
+  SavedOperands Saved;
   UnmodeledReason Unmodeled; ///< why not, when !Modeled
   bool Modeled = false;
   bool NeedsBackward = false;
@@ -156,6 +178,8 @@ struct NodeCost {
   PhaseCount bwdCounts() const { return Sym ? Sym->bwd() : countsOf(Bwd); }
   /// The extra saved bytes (SavedBytes): its formula, or its number.
   sym::Count savedCounts() const { return Sym ? Sym->savedBytes() : sym::Count(SavedBytes); }
+  /// The activations Saved keeps.
+  llvm::SmallVector<const Value *, 4> saved() const { return Saved.values(*N); }
 };
 
 /// Formula helpers, each with its formula; unit-tested.

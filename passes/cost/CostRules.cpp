@@ -72,10 +72,47 @@ Count ridge::valueCount(const Value *V, std::optional<double> FloatBytes) {
          (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
 }
 
+void SavedOperands::add(const Node &N, const Value *V) {
+  size_t Pos = 0;
+  auto Find = [&](llvm::ArrayRef<Value *> Operands) {
+    for (const Value *O : Operands) {
+      if (O == V)
+        return true;
+      ++Pos;
+    }
+    return false;
+  };
+  if (!V || !(Find(N.Inputs) || Find(N.Outputs)))
+    return; // not an operand of N: nothing of N's to keep
+  if (Pos < 32) {
+    Bits |= uint32_t(1) << Pos;
+    return;
+  }
+  if (!Far)
+    Far.emplace();
+  if (llvm::find(*Far, V) == Far->end())
+    Far->push_back(V);
+}
+
+llvm::SmallVector<const Value *, 4> SavedOperands::values(const Node &N) const {
+  llvm::SmallVector<const Value *, 4> Out;
+  size_t Pos = 0;
+  for (llvm::ArrayRef<Value *> Operands : {llvm::ArrayRef<Value *>(N.Inputs),
+                                           llvm::ArrayRef<Value *>(N.Outputs)})
+    for (const Value *V : Operands) {
+      if (Pos < 32 && (Bits >> Pos & 1))
+        Out.push_back(V);
+      ++Pos;
+    }
+  if (Far)
+    Out.append(Far->begin(), Far->end());
+  return Out;
+}
+
 Count ridge::nodeSavedCount(const NodeCost &NC, const CostResult &C,
                             std::optional<double> FloatBytes) {
   Count B = NC.savedCounts();
-  for (const Value *V : NC.Saved)
+  for (const Value *V : NC.saved())
     if (C.isActivation(V))
       B += valueCount(V, FloatBytes);
   return B;
@@ -90,7 +127,7 @@ std::optional<double> ridge::floatBytes(const Config &Cfg) {
 double ridge::nodeSavedBytes(const NodeCost &NC, const CostResult &C,
                              std::optional<double> FloatBytes) {
   double B = NC.SavedBytes;
-  for (const Value *V : NC.Saved)
+  for (const Value *V : NC.saved())
     if (C.isActivation(V))
       B += valueBytes(V, FloatBytes);
   return B;
@@ -1298,6 +1335,7 @@ void gradientOp(const CostContext &C, RuleCost &Out) {
       PC.InputNeedsGrad.push_back(P->Inputs[I] && Down.count(P->Inputs[I]) &&
                                   !(I < 32 && (Rule->NonDiffInputs >> I) & 1));
     NodeCost NC;
+    NC.N = P;
     applyRule(*Rule, PC, NC);
     if (!NC.Unmodeled.empty()) {
       Out.Unmodeled = "the backward of '" + P->Name + "': " + NC.Unmodeled.str();
@@ -1667,9 +1705,9 @@ OpClass ridge::opClass(const OpRule &Rule) {
 
 namespace {
 
-/// Out's counts from the rule's: numbers into its numbers, formulas into
-/// Out.Sym; unmodeled when an operation had no exact formula.
-void store(RuleCost &RC, const sym::CountScope &Scope, NodeCost &Out) {
+/// Out's counts from the rule's (N's): numbers into its numbers, formulas
+/// into Out.Sym; unmodeled when an operation had no exact formula.
+void store(const Node &N, RuleCost &RC, const sym::CountScope &Scope, NodeCost &Out) {
   const Count *All[] = {&RC.Fwd.Flops, &RC.Fwd.Macs, &RC.Fwd.Transcendentals, &RC.Fwd.Bytes,
                         &RC.Bwd.Flops, &RC.Bwd.Macs, &RC.Bwd.Transcendentals, &RC.Bwd.Bytes,
                         &RC.SavedBytes};
@@ -1678,7 +1716,8 @@ void store(RuleCost &RC, const sym::CountScope &Scope, NodeCost &Out) {
     Formula |= X->isFormula();
     Unknown |= X->isUnknown();
   }
-  Out.Saved = std::move(RC.Saved);
+  for (const Value *V : RC.Saved)
+    Out.Saved.add(N, V);
   if (Unknown) {
     Out.Unmodeled = "no exact formula until the symbols are bound: " +
                     (Scope.failed() ? Scope.reason() : std::string("a count is unknown"));
@@ -1712,5 +1751,5 @@ void ridge::applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out) {
     Out.Unmodeled = RC.Unmodeled.str();
     return;
   }
-  store(RC, Scope, Out);
+  store(C.N, RC, Scope, Out);
 }

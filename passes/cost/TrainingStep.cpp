@@ -110,7 +110,7 @@ T savedBytes(llvm::ArrayRef<const NodeCost *> Nodes, std::optional<double> Float
   for (const NodeCost *NC : Nodes) {
     if (!KeepsExtra || KeepsExtra(*NC))
       B += Amounts<T>::saved(*NC) * NC->Multiplier;
-    for (const Value *V : NC->Saved)
+    for (const Value *V : NC->saved())
       if (!V->isInitializer() && !(Dropped && Dropped->contains(V)))
         Distinct[V] = std::max(Distinct[V], NC->Multiplier);
   }

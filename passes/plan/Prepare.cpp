@@ -327,7 +327,7 @@ void Planner::sumPositions() {
       if (Sel.KeptSaved[I])
         SS = S;
     }
-    for (const Value *V : NC.Saved) {
+    for (const Value *V : NC.saved()) {
       if (V->isInitializer())
         continue;
       BatchPoly B = bytesOf(V) * std::max(1.0, NC.Multiplier);

@@ -187,10 +187,11 @@ llvm::json::Object phaseJson(const PhaseCost &P) {
 /// recomputed here (the analysis keeps only their sum).
 llvm::json::Object phaseTimeJson(const PhaseTime &P, const NodeCost &NC, bool Bwd,
                                  DType T, const Config &Cfg, GemmMemo &Memo) {
+  double I = intensity(Bwd ? NC.Bwd : NC.Fwd);
   llvm::json::Object O{
       {"seconds", P.Seconds},
-      {"intensity", std::isfinite(P.Intensity) ? llvm::json::Value(P.Intensity) : nullptr},
-      {"attainable_flops", P.Attainable},
+      {"intensity", std::isfinite(I) ? llvm::json::Value(I) : nullptr},
+      {"attainable_flops", attainable(Bwd ? NC.Bwd : NC.Fwd, P)},
       {"bound", boundName(P.B)}};
   if (!Cfg.Dev || !hasKernelModel(*Cfg.Dev, Cfg))
     return O;
@@ -500,8 +501,9 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
     }
     double K = NC->Multiplier;
     const NodeRoofline &R = RL.Nodes[NC - C.Nodes.data()];
-    std::string Intensity = std::isfinite(R.Fwd.Intensity)
-                                ? formatv("{0:F1}", R.Fwd.Intensity).str()
+    double FwdIntensity = intensity(NC->Fwd);
+    std::string Intensity = std::isfinite(FwdIntensity)
+                                ? formatv("{0:F1}", FwdIntensity).str()
                                 : std::string("-");
     std::string BoundStr = boundName(R.Fwd.B);
     // Memory-bound rows stand out: upper case, and yellow on a terminal.

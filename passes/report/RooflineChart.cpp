@@ -87,7 +87,7 @@ std::string seconds(double S) {
   return sig3(S * 1e9) + " ns";
 }
 
-std::string intensity(double I) {
+std::string intensityText(double I) {
   return I >= 1 && I < 1e6 ? sig3(I) : fmt("%.3g", I);
 }
 
@@ -221,7 +221,8 @@ void Chart::collect() {
       double S = PT.Seconds * NC.Multiplier;
       TypeSeconds[Key] += S;
       double Rate = PC.Flops / PT.Seconds;
-      if (!(PC.Flops > 0) || !std::isfinite(PT.Intensity) || !(PT.Intensity > 0) ||
+      double Intensity = ridge::intensity(PC);
+      if (!(PC.Flops > 0) || !std::isfinite(Intensity) || !(Intensity > 0) ||
           !std::isfinite(Rate)) {
         ++Unplotted;
         UnplottedS += S;
@@ -230,7 +231,7 @@ void Chart::collect() {
       Point P;
       P.Node = I;
       P.Backward = Bwd;
-      P.X = PT.Intensity;
+      P.X = Intensity;
       P.Y = Rate;
       P.Share = StepS > 0 ? S / StepS : 0;
       P.Radius = std::clamp(MaxRadius * std::sqrt(P.Share), MinRadius, MaxRadius);
@@ -468,13 +469,13 @@ std::string Chart::tooltip(const Point &P) const {
   S += P.Backward ? "backward\n" : "forward\n";
   S += "FLOPs " + siNumber(PC.Flops) + " (" + withCommas(PC.Flops) + ")\n";
   S += "bytes " + siNumber(PC.Bytes, "B") + " (" + withCommas(PC.Bytes) + ")\n";
-  S += "intensity " + intensity(PT.Intensity) + " FLOP/B\n";
+  S += "intensity " + intensityText(ridge::intensity(PC)) + " FLOP/B\n";
   S += "time " + seconds(PT.Seconds);
   if (NC.Multiplier != 1)
     S += " \xC3\x97 " + exactNumber(NC.Multiplier);
   S += " (" + percent(P.Share) + " of step)\n";
   S += "achieved " + siNumber(P.Y, "FLOP/s") + ", attainable " +
-       siNumber(PT.Attainable, "FLOP/s") + "\n";
+       siNumber(attainable(PC, PT), "FLOP/s") + "\n";
   S += std::string("bound ") + boundName(PT.B);
   return S;
 }

@@ -31,7 +31,7 @@ struct Row {
   size_t Count = 0;
 };
 
-std::string intensity(double Flops, double Bytes) {
+std::string intensityText(double Flops, double Bytes) {
   if (Bytes <= 0)
     return "inf";
   return formatv("{0:F1}", Flops / Bytes).str();
@@ -87,8 +87,8 @@ llvm::Error PrintPartitionPass::run(Model &M, AnalysisManager &AM) {
       OS << formatv("partition \"{0}\" {1}: flops={2:e} grad_bytes={3:e} I_dp={4} "
                     "act_bytes={5:e} I_tp={6} suits={7}\n",
                     NC.N->Name, NC.N->OpType, R.Flops, R.GradBytes,
-                    intensity(R.Flops, 2 * R.GradBytes), R.ActBytes,
-                    intensity(R.Flops, 4 * R.ActBytes), verdict(R, RidgeDP, RidgeTP));
+                    intensityText(R.Flops, 2 * R.GradBytes), R.ActBytes,
+                    intensityText(R.Flops, 4 * R.ActBytes), verdict(R, RidgeDP, RidgeTP));
     Row &T = ByType[NC.N->OpType.str()];
     T.Count += 1;
     T.Flops += R.Flops;
@@ -98,7 +98,7 @@ llvm::Error PrintPartitionPass::run(Model &M, AnalysisManager &AM) {
   for (const auto &[Op, R] : ByType)
     if (R.GradBytes > 0)
       OS << formatv("partition type {0}: nodes={1} flops={2:e} I_dp={3} I_tp={4} suits={5}\n",
-                    Op, R.Count, R.Flops, intensity(R.Flops, 2 * R.GradBytes),
-                    intensity(R.Flops, 4 * R.ActBytes), verdict(R, RidgeDP, RidgeTP));
+                    Op, R.Count, R.Flops, intensityText(R.Flops, 2 * R.GradBytes),
+                    intensityText(R.Flops, 4 * R.ActBytes), verdict(R, RidgeDP, RidgeTP));
   return llvm::Error::success();
 }

@@ -10,11 +10,12 @@
 
 using namespace ridge;
 
-static void printPhase(llvm::raw_ostream &OS, const char *Name, const PhaseTime &P) {
-  OS << ' ' << Name << " I="
-     << (std::isfinite(P.Intensity) ? llvm::formatv("{0:F2}", P.Intensity).str() : "inf")
+static void printPhase(llvm::raw_ostream &OS, const char *Name, const PhaseCost &C,
+                       const PhaseTime &P) {
+  double I = intensity(C);
+  OS << ' ' << Name << " I=" << (std::isfinite(I) ? llvm::formatv("{0:F2}", I).str() : "inf")
      << llvm::formatv(" P={0:e} t={1:e} compute={2:e} memory={3:e} bound={4}",
-                      P.Attainable, P.Seconds, P.ComputeS, P.MemoryS, boundName(P.B));
+                      attainable(C, P), P.Seconds, P.ComputeS, P.MemoryS, boundName(P.B));
 }
 
 llvm::Error PrintRooflinePass::run(Model &M, AnalysisManager &AM) {
@@ -32,9 +33,9 @@ llvm::Error PrintRooflinePass::run(Model &M, AnalysisManager &AM) {
     const NodeCost &NC = C->Nodes[I];
     OS << "roofline \"" << NC.N->Name << "\" " << NC.N->OpType << ' '
        << dtypeName(R->Nodes[I].Type) << ':';
-    printPhase(OS, "fwd", R->Nodes[I].Fwd);
+    printPhase(OS, "fwd", NC.Fwd, R->Nodes[I].Fwd);
     if (NC.NeedsBackward)
-      printPhase(OS, "bwd", R->Nodes[I].Bwd);
+      printPhase(OS, "bwd", NC.Bwd, R->Nodes[I].Bwd);
     OS << '\n';
   }
   OS << llvm::formatv("step: fwd={0:e} bwd={1:e} recompute={2:e} optimizer={3:e} "

@@ -18,6 +18,15 @@ const char *ridge::boundName(Bound B) {
   return "?";
 }
 
+double ridge::intensity(const PhaseCost &P) {
+  return P.Bytes > 0 ? P.Flops / P.Bytes : std::numeric_limits<double>::infinity();
+}
+
+double ridge::attainable(const PhaseCost &P, const PhaseTime &T) {
+  double Slowest = std::max(T.ComputeS, T.MemoryS);
+  return Slowest > 0 ? P.Flops / Slowest : 0;
+}
+
 PhaseTime ridge::placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,
                             double Bandwidth, double TranscRate, double Launch,
                             bool Sum) {
@@ -28,9 +37,6 @@ PhaseTime ridge::placePhase(const PhaseCost &P, double MatrixPeak, double Vector
   T.MemoryS = P.Bytes / Bandwidth;
   T.TranscS = TranscRate > 0 ? P.Transcendentals / TranscRate
                              : P.Transcendentals / VectorPeak;
-  T.Intensity = P.Bytes > 0 ? P.Flops / P.Bytes : std::numeric_limits<double>::infinity();
-  double PiEff = T.ComputeS > 0 ? P.Flops / T.ComputeS : MatrixPeak;
-  T.Attainable = std::min(PiEff, Bandwidth * T.Intensity);
   double Work = Sum ? T.ComputeS + T.MemoryS + T.TranscS
                     : std::max({T.ComputeS, T.MemoryS, T.TranscS});
   if (Work <= 0)

@@ -29,13 +29,19 @@ const char *boundName(Bound B);
 struct PhaseTime {
   double Seconds = 0;
   double ComputeS = 0, MemoryS = 0, TranscS = 0;
-  double Intensity = 0;  ///< FLOP per byte (infinity when no bytes move)
-  double Attainable = 0; ///< FLOP/s: min(pi_eff, beta * I)
   Bound B = Bound::None;
   /// With the kernel model: the effect that costs the phase's slowest
   /// kernel most (waves, K depth, bandwidth, launch, ...); None without it.
   Limit Why = Limit::None;
 };
+
+/// A phase's operational intensity: FLOP per byte (infinity when no bytes
+/// move).
+double intensity(const PhaseCost &P);
+/// The rate the roofline lets phase P (placed as T) reach, FLOP/s:
+/// min(pi_eff, beta * I) = FLOPs / max(compute, memory term); 0 when
+/// nothing runs. Derived, not kept: a million nodes' rows are 32 MB less.
+double attainable(const PhaseCost &P, const PhaseTime &T);
 
 struct NodeRoofline {
   PhaseTime Fwd, Bwd;
