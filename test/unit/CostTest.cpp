@@ -141,3 +141,32 @@ TEST(SymbolicCostTest, PackedCountsReadBackAsSet) {
   EXPECT_EQ(*S.fwd().Macs.evaluate([](llvm::StringRef) { return std::optional<int64_t>(2); }),
             2 * 4 + 1 + 7);
 }
+
+// A cost's saved activations are kept as operand positions: a bit each for
+// the first 32 (inputs, then outputs), a list past them. A variadic node
+// (Max of 40 inputs) keeps one past the 32nd as well as one below.
+TEST(SavedOperands, PositionsPastThe32ndAreKept) {
+  Graph G;
+  Node N;
+  for (int I = 0; I < 40; ++I)
+    N.Inputs.push_back(G.addValue("x" + std::to_string(I), ValueKind::GraphInput));
+  N.Outputs.push_back(G.addValue("y", ValueKind::Intermediate));
+  N.Inputs.push_back(N.Inputs[3]); // read twice: kept once, at its first position
+  SavedOperands S;
+  EXPECT_TRUE(S.empty());
+  S.add(N, N.Inputs[35]);
+  S.add(N, N.Outputs[0]);
+  S.add(N, N.Inputs[40]);
+  S.add(N, N.Inputs[3]);
+  S.add(N, N.Inputs[35]);
+  S.add(N, G.addValue("elsewhere", ValueKind::GraphInput)); // not an operand
+  S.add(N, nullptr);
+  llvm::SmallVector<const Value *, 4> Kept = S.values(N);
+  ASSERT_EQ(Kept.size(), 3u);
+  EXPECT_EQ(Kept[0], N.Inputs[3]); // bit 3
+  EXPECT_EQ(Kept[1], N.Inputs[35]); // past 32: in the order kept
+  EXPECT_EQ(Kept[2], N.Outputs[0]); // position 41
+  S.clear();
+  EXPECT_TRUE(S.empty());
+  EXPECT_TRUE(S.values(N).empty());
+}
