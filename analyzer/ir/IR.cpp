@@ -65,7 +65,7 @@ double Node::attrFloat(llvm::StringRef N, double Default) const {
 
 std::string Node::attrString(llvm::StringRef N, llvm::StringRef Default) const {
   const Attribute *A = attr(N);
-  return A && A->K == Attribute::Kind::String ? A->S : Default.str();
+  return A && A->K == Attribute::Kind::String ? A->str().str() : Default.str();
 }
 
 std::optional<llvm::ArrayRef<int64_t>> Node::attrInts(llvm::StringRef N) const {

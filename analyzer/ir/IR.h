@@ -212,29 +212,65 @@ public:
 };
 
 /// A node attribute. Graph-valued attributes own their subgraphs.
+///
+/// An int, a float or an int list (what nearly every attribute is: axis,
+/// perm, kernel_shape, pads, epsilon) is held in place; strings, float
+/// lists, tensor dims and subgraphs live in a payload allocated only for
+/// the attributes that have them. 112 bytes an attribute (288 when every
+/// kind had its own member: a Conv's five were 1.4 KB).
 struct Attribute {
   enum class Kind : uint8_t {
     Undefined, Float, Int, String, Tensor, Graph, Floats, Ints, Strings,
     Tensors, Graphs, SparseTensor, SparseTensors, TypeProto, TypeProtos
   };
+  /// The members few attributes have.
+  struct Payload {
+    std::string S;
+    llvm::SmallVector<double, 4> Floats;
+    std::vector<std::string> Strings;
+    /// For Tensor attributes: dims (payload not kept; small integer and
+    /// float payloads go to Ints and Floats).
+    llvm::SmallVector<int64_t, 4> TensorDims;
+    std::vector<std::unique_ptr<Graph>> Graphs;
+  };
   std::string Name;
   Kind K = Kind::Undefined;
+  /// For Tensor attributes: the element type.
+  DType TensorElem = DType::Undefined;
   double F = 0;
   int64_t I = 0;
-  std::string S;
   llvm::SmallVector<int64_t, 4> Ints;
-  llvm::SmallVector<double, 4> Floats;
-  std::vector<std::string> Strings;
-  /// For Tensor attributes: element type and dims (payload not kept).
-  DType TensorElem = DType::Undefined;
-  llvm::SmallVector<int64_t, 4> TensorDims;
-  std::vector<std::unique_ptr<Graph>> Graphs;
 
   Attribute() = default;
   // noexcept, so that std::vector moves attributes when it grows.
   Attribute(Attribute &&) noexcept = default;
   Attribute &operator=(Attribute &&) noexcept = default;
+
+  llvm::StringRef str() const { return More ? llvm::StringRef(More->S) : llvm::StringRef(); }
+  llvm::ArrayRef<double> floats() const {
+    return More ? llvm::ArrayRef<double>(More->Floats) : llvm::ArrayRef<double>();
+  }
+  llvm::ArrayRef<std::string> strings() const {
+    return More ? llvm::ArrayRef<std::string>(More->Strings) : llvm::ArrayRef<std::string>();
+  }
+  llvm::ArrayRef<int64_t> tensorDims() const {
+    return More ? llvm::ArrayRef<int64_t>(More->TensorDims) : llvm::ArrayRef<int64_t>();
+  }
+  llvm::ArrayRef<std::unique_ptr<Graph>> graphs() const {
+    return More ? llvm::ArrayRef<std::unique_ptr<Graph>>(More->Graphs)
+                : llvm::ArrayRef<std::unique_ptr<Graph>>();
+  }
+  /// The payload, allocated on first use (writers: the importer, tests).
+  Payload &more() {
+    if (!More)
+      More = std::make_unique<Payload>();
+    return *More;
+  }
+
+private:
+  std::unique_ptr<Payload> More;
 };
+static_assert(sizeof(Attribute) <= 112, "an attribute keeps its rare members out of line");
 
 /// Iterates the graphs of a range of attributes (each Graph or Graphs
 /// attribute's, in order).
@@ -246,7 +282,7 @@ public:
   using pointer = Graph *const *;
   using reference = Graph *;
   SubgraphIterator(const Attribute *A, const Attribute *E) : A(A), E(E) { settle(); }
-  Graph *operator*() const { return A->Graphs[G].get(); }
+  Graph *operator*() const { return A->graphs()[G].get(); }
   SubgraphIterator &operator++() {
     ++G;
     settle();
@@ -257,7 +293,7 @@ public:
 
 private:
   void settle() {
-    while (A != E && G >= A->Graphs.size()) {
+    while (A != E && G >= A->graphs().size()) {
       ++A;
       G = 0;
     }

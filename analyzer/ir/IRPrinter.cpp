@@ -22,7 +22,7 @@ namespace {
 
 void printAttrValue(const Attribute &A, llvm::raw_ostream &OS) {
   using K = Attribute::Kind;
-  auto List = [&](auto &Items, auto Fn) {
+  auto List = [&](const auto &Items, auto Fn) {
     OS << '[';
     for (size_t I = 0; I < Items.size(); ++I) {
       if (I)
@@ -38,20 +38,20 @@ void printAttrValue(const Attribute &A, llvm::raw_ostream &OS) {
   switch (A.K) {
   case K::Float: OS << llvm::formatv("{0}", A.F); break;
   case K::Int: OS << A.I; break;
-  case K::String: OS << '"'; OS.write_escaped(A.S.size() > 64 ? A.S.substr(0, 64) + "..." : A.S); OS << '"'; break;
+  case K::String: OS << '"'; OS.write_escaped(A.str().size() > 64 ? (A.str().substr(0, 64) + "...").str() : A.str().str()); OS << '"'; break;
   case K::Ints: List(A.Ints, [&](int64_t X) { OS << X; }); break;
-  case K::Floats: List(A.Floats, [&](double X) { OS << llvm::formatv("{0}", X); }); break;
-  case K::Strings: List(A.Strings, [&](const std::string &X) { OS << '"'; OS.write_escaped(X); OS << '"'; }); break;
+  case K::Floats: List(A.floats(), [&](double X) { OS << llvm::formatv("{0}", X); }); break;
+  case K::Strings: List(A.strings(), [&](const std::string &X) { OS << '"'; OS.write_escaped(X); OS << '"'; }); break;
   case K::Tensor: {
     OS << "tensor<" << dtypeName(A.TensorElem) << '[';
-    for (size_t I = 0; I < A.TensorDims.size(); ++I)
-      OS << (I ? "," : "") << A.TensorDims[I];
+    for (size_t I = 0; I < A.tensorDims().size(); ++I)
+      OS << (I ? "," : "") << A.tensorDims()[I];
     OS << "]>";
     break;
   }
   case K::Graph:
   case K::Graphs:
-    List(A.Graphs, [&](const std::unique_ptr<Graph> &G) { OS << '@' << G->Name; });
+    List(A.graphs(), [&](const std::unique_ptr<Graph> &G) { OS << '@' << G->Name; });
     break;
   default: OS << "<" << static_cast<int>(A.K) << ">"; break;
   }

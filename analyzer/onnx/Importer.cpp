@@ -390,23 +390,23 @@ Error Importer::importAttribute(const wire::Attribute &AP, Node &N,
       if (!G.lookupLocal(C->Name) || G.lookupLocal(C->Name) != C)
         if (llvm::find(G.Captures, C) == G.Captures.end())
           G.Captures.push_back(C);
-    A.Graphs.push_back(std::move(Sub));
+    A.more().Graphs.push_back(std::move(Sub));
     return Error::success();
   };
   switch (A.K) {
   case K::Float: A.F = AP.F; break;
   case K::Int: A.I = AP.I; break;
-  case K::String: A.S = AP.S.str(); break;
-  case K::Floats: A.Floats.assign(AP.Floats.begin(), AP.Floats.end()); break;
+  case K::String: A.more().S = AP.S.str(); break;
+  case K::Floats: A.more().Floats.assign(AP.Floats.begin(), AP.Floats.end()); break;
   case K::Ints: A.Ints.assign(AP.Ints.begin(), AP.Ints.end()); break;
   case K::Strings:
     for (llvm::StringRef X : AP.Strings)
-      A.Strings.push_back(X.str());
+      A.more().Strings.push_back(X.str());
     break;
   case K::Tensor: {
     if (Error E = importTensorMeta(
             AP.T, "attribute '" + llvm::Twine(A.Name) + "' of node '" + N.Name + "'",
-            A.TensorElem, A.TensorDims))
+            A.TensorElem, A.more().TensorDims))
       return E;
     // Small payloads (a Constant's shape vector or scale) feed shape rules.
     llvm::SmallVector<int64_t, 8> Ints;
@@ -414,7 +414,7 @@ Error Importer::importAttribute(const wire::Attribute &AP, Node &N,
     if (smallTensorInts(AP.T, Ints, MaxIntValueElems))
       A.Ints.assign(Ints.begin(), Ints.end());
     else if (smallTensorFloats(AP.T, Floats))
-      A.Floats.assign(Floats.begin(), Floats.end());
+      A.more().Floats.assign(Floats.begin(), Floats.end());
     break;
   }
   case K::Graph:
@@ -587,7 +587,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
         Required = {"body"};
       for (const char *Name : Required) {
         const Attribute *A = N.attr(Name);
-        if (!A || A->Graphs.empty())
+        if (!A || A->graphs().empty())
           return err(formatv("node '{0}' ({1}) has no '{2}' graph attribute", N.Name,
                              N.OpType, Name));
       }

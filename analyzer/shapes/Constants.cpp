@@ -39,7 +39,7 @@ void ruleSize(Ctx &C) {
 static bool tensorPayload(const Attribute &A, SmallVectorImpl<int64_t> &Is, FVec &Fs,
                    bool &IsInt) {
   int64_t N = 1;
-  for (int64_t D : A.TensorDims)
+  for (int64_t D : A.tensorDims())
     if (D < 0 || __builtin_mul_overflow(N, D, &N)) // dims come from the file
       return false;
   if (N > int64_t(MaxValueElems))
@@ -49,8 +49,8 @@ static bool tensorPayload(const Attribute &A, SmallVectorImpl<int64_t> &Is, FVec
     Is.assign(A.Ints.begin(), A.Ints.end());
     return true;
   }
-  if (isFloatingPoint(A.TensorElem) && int64_t(A.Floats.size()) == N) {
-    Fs.assign(A.Floats.begin(), A.Floats.end());
+  if (isFloatingPoint(A.TensorElem) && int64_t(A.floats().size()) == N) {
+    Fs.assign(A.floats().begin(), A.floats().end());
     return true;
   }
   return false;
@@ -62,7 +62,7 @@ void ruleConstant(Ctx &C) {
     StringRef Name = A.Name;
     if (Name == "value" && A.K == K::Tensor) {
       Shape S;
-      for (int64_t D : A.TensorDims)
+      for (int64_t D : A.tensorDims())
         S.Dims.push_back(Dim::known(D));
       C.set(0, A.TensorElem, S);
       SmallVector<int64_t, 4> Is;
@@ -92,14 +92,14 @@ void ruleConstant(Ctx &C) {
       return;
     }
     if (Name == "value_floats") {
-      C.setDims(0, DType::Float, {Dim::known(A.Floats.size())});
-      C.setFloats(0, A.Floats);
+      C.setDims(0, DType::Float, {Dim::known(A.floats().size())});
+      C.setFloats(0, A.floats());
       return;
     }
     if (Name == "value_string")
       return C.setDims(0, DType::String, {});
     if (Name == "value_strings")
-      return C.setDims(0, DType::String, {Dim::known(A.Strings.size())});
+      return C.setDims(0, DType::String, {Dim::known(A.strings().size())});
   }
 }
 

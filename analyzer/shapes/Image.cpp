@@ -70,7 +70,7 @@ void ruleResize(Ctx &C) {
   }
   if (Upsample && C.Opset < 9) {
     if (const Attribute *A = C.N.attr("scales"); A && A->K == Attribute::Kind::Floats) {
-      Scales.assign(A->Floats.begin(), A->Floats.end());
+      Scales.assign(A->floats().begin(), A->floats().end());
       HaveScales = true;
     }
   } else if (C.has(ScalesIn)) {

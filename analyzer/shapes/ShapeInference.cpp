@@ -35,7 +35,7 @@ void Inferencer::inferNode(Node &N) {
     // Subgraphs of ops other than the control flow ones (which infer theirs).
     if (Fn != ruleIf && Fn != ruleLoop && Fn != ruleScan && Fn != ruleSequenceMap)
       for (const Attribute &A : N.Attrs)
-        for (const auto &Sub : A.Graphs)
+        for (const auto &Sub : A.graphs())
           inferGraph(*Sub);
     return;
   }
@@ -180,7 +180,7 @@ static void countStats(const Graph &G, const Inferencer &I, ShapeInferenceStats 
         All = false;
     ++(All ? S.Inferred : S.Unknown);
     for (const Attribute &A : N->Attrs)
-      for (const auto &Sub : A.Graphs)
+      for (const auto &Sub : A.graphs())
         countStats(*Sub, I, S);
   }
 }

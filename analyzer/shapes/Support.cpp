@@ -570,7 +570,7 @@ DType attrDType(const Node &N, StringRef Name, DType Default) {
 
 Graph *attrGraph(const Node &N, StringRef Name) {
   const Attribute *A = N.attr(Name);
-  return A && !A->Graphs.empty() ? A->Graphs[0].get() : nullptr;
+  return A && !A->graphs().empty() ? A->graphs()[0].get() : nullptr;
 }
 
 } // namespace ridge::shapes

@@ -37,8 +37,8 @@ void ruleGradient(Ctx &C) {
   const Attribute *Xs = C.N.attr("xs");
   if (!Xs)
     return;
-  for (size_t O = 0; O < C.numOuts() && O < Xs->Strings.size(); ++O)
-    if (Value *V = C.N.Parent ? C.N.Parent->lookup(Xs->Strings[O]) : nullptr) {
+  for (size_t O = 0; O < C.numOuts() && O < Xs->strings().size(); ++O)
+    if (Value *V = C.N.Parent ? C.N.Parent->lookup(Xs->strings()[O]) : nullptr) {
       C.setType(O, V->Elem);
       if (V->Shp)
         C.set(O, V->Elem, *V->Shp);

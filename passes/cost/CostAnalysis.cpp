@@ -412,9 +412,9 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
       const Value *Cond = N.input(0);
       const Attribute *ThenA = N.attr("then_branch");
       if (N.OpType == "If" && Subs.size() == 2 && Cond && Cond->IntData &&
-          Cond->IntData->size() == 1 && ThenA && !ThenA->Graphs.empty()) {
+          Cond->IntData->size() == 1 && ThenA && !ThenA->graphs().empty()) {
         // A condition known from constants and shapes: the branch taken.
-        const Graph *Then = ThenA->Graphs[0].get();
+        const Graph *Then = ThenA->graphs()[0].get();
         bool TakeThen = (*Cond->IntData)[0] != 0;
         for (Graph *Sub : Subs)
           walk(*Sub, (Sub == Then) == TakeThen ? Multiplier : 0);

@@ -1296,7 +1296,7 @@ void gradientOp(const CostContext &C, RuleCost &Out) {
   // Downstream of xs (in topological order, up to this node), then
   // upstream of y among those nodes.
   llvm::DenseSet<const Value *> Down, Up{Y};
-  for (const std::string &X : Xs->Strings) {
+  for (const std::string &X : Xs->strings()) {
     const Value *V = G->lookupLocal(X);
     if (!V) {
       Out.Unmodeled = "xs names '" + X + "', no value of its graph";

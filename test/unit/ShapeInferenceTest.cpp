@@ -71,12 +71,12 @@ void attachSmallPayloads(const onnx::GraphProto &GP, Graph &G) {
           if (smallTensorInts(AP.t(), Is))
             A.Ints.assign(Is.begin(), Is.end());
           else if (smallTensorFloats(AP.t(), Fs))
-            A.Floats.assign(Fs.begin(), Fs.end());
-        } else if (A.K == Attribute::Kind::Graph && !A.Graphs.empty()) {
-          attachSmallPayloads(AP.g(), *A.Graphs[0]);
+            A.more().Floats.assign(Fs.begin(), Fs.end());
+        } else if (A.K == Attribute::Kind::Graph && !A.graphs().empty()) {
+          attachSmallPayloads(AP.g(), *A.graphs()[0]);
         } else if (A.K == Attribute::Kind::Graphs) {
-          for (int I = 0; I < AP.graphs_size() && I < int(A.Graphs.size()); ++I)
-            attachSmallPayloads(AP.graphs(I), *A.Graphs[I]);
+          for (int I = 0; I < AP.graphs_size() && I < int(A.graphs().size()); ++I)
+            attachSmallPayloads(AP.graphs(I), *A.graphs()[I]);
         }
       }
   }
@@ -1615,10 +1615,10 @@ TEST(ShapeInferenceFuzz, MutatedBackendModels) {
             if (A.K == Attribute::Kind::Ints && Next() % 5 == 0)
               A.Ints.push_back(Pick());
             const double FEdge[] = {0.0, -1.0, 0.5, 2.0, 1e30, -1e30, NAN, INFINITY};
-            for (double &X : A.Floats)
+            for (double &X : A.more().Floats)
               if (Next() % 3 == 0)
                 X = FEdge[Next() % 8];
-            for (auto &Sub : A.Graphs)
+            for (auto &Sub : A.more().Graphs)
               Self(*Sub, Self);
           }
       };
