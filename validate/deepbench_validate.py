@@ -144,7 +144,8 @@ def kernel_seconds(node, phase, want):
     if want is None:
         return t["seconds"]
     for k in t.get("kernels", []):
-        if k["name"] == want:
+        # "conv wgrad" or its Winograd variant, "conv wgrad (Winograd)".
+        if k["name"] in (want, want + " (Winograd)"):
             return k["seconds"]
     return None
 

@@ -7,7 +7,9 @@ constants against DeepBench's measured kernels (shared/validation/deepbench).
 on the median |log error| per GPU, the share within 1.25x and group biases).
 One set of constants for all GPUs; the device facts (SMs, peaks, bandwidth,
 large-GEMM efficiency) are those of the device files. The mirror differs from
-the C++ model in small ways (convolution traffic counted as im2col bytes);
+the C++ model in small ways (convolution traffic counted as im2col bytes; no
+Winograd filter gradient, which the C++ model added on 2026-12-02 with its
+filter-gradient efficiencies re-chosen by a scan of deepbench_validate.py);
 validate/deepbench_validate.py checks ridge itself.
 """
 import json, math, sys, collections, functools

@@ -391,29 +391,37 @@ bool convKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   // output tensors (read and written once more each).
   double Transform = (Batch * Cin * InPix + Batch * Cout * OutPix) * C.Elem * 2 /
                      (C.D.MemBandwidth * K.MemEff);
-  auto WithWinograd = [&](KernelTime Direct, GemmShape S) {
+  // In the Winograd domain the filter taps shrink: the forward's and data
+  // gradient's reduction (K = C*R*S), the filter gradient's output columns
+  // (N = C*R*S; cuDNN's WINOGRAD_NONFUSED filter-gradient algorithm).
+  auto WithWinograd = [&](KernelTime Direct, GemmShape S, double GemmShape::*Taps,
+                          double Eff, const char *Name) {
     if (!Winograd)
       return Direct;
-    S.K /= K.WinogradGain;
-    KernelTime W = Scaled(C.gemm(Direct.Name, S, &Unit), K.ConvEff * K.WinogradEff);
+    S.*Taps /= K.WinogradGain;
+    KernelTime W = Scaled(C.gemm(Name, S, &Unit), Eff * K.WinogradEff);
     W.Seconds += Transform;
     return W.Seconds < Direct.Seconds ? W : Direct;
   };
   if (!Bwd) {
     GemmShape S{Groups, Batch * OutPix, CoutG, CinG * Taps};
-    Out.Kernels.push_back(WithWinograd(Scaled(C.gemm("conv fwd", S, &Unit), K.ConvEff), S));
+    Out.Kernels.push_back(WithWinograd(Scaled(C.gemm("conv fwd", S, &Unit), K.ConvEff), S,
+                                       &GemmShape::K, K.ConvEff, "conv fwd (Winograd)"));
     return true;
   }
   if (C.NC.inputNeedsGrad(0)) {
     // The data gradient: each input pixel gathers the taps that reach it.
     GemmShape S{Groups, Batch * InPix, CinG, std::max(CoutG, CoutG * Taps / Strides)};
     Out.Kernels.push_back(WithWinograd(
-        Scaled(C.gemm("conv dgrad", S, &Unit), K.ConvEff * K.DgradEff), S));
+        Scaled(C.gemm("conv dgrad", S, &Unit), K.ConvEff * K.DgradEff), S, &GemmShape::K,
+        K.ConvEff, "conv dgrad (Winograd)"));
   }
   if (C.NC.inputNeedsGrad(1)) {
     double Eff = K.ConvEff * K.WgradEff * (Unit.Tensor ? K.WgradTensorEff : 1);
     GemmShape S{Groups, CoutG, CinG * Taps, Batch * OutPix};
-    Out.Kernels.push_back(Scaled(C.gemm("conv wgrad", S, &Unit), Eff));
+    Out.Kernels.push_back(
+        WithWinograd(Scaled(C.gemm("conv wgrad", S, &Unit), Eff), S, &GemmShape::N, Eff,
+                     "conv wgrad (Winograd)"));
   }
   if (C.NC.inputNeedsGrad(2)) {
     PhaseCost Bias{Batch * Cout * OutPix, 0, 0, (Batch * Cout * OutPix + Cout) * C.Elem};

@@ -19,8 +19,10 @@
 //   convolution: implicit GEMMs, forward (M = N*P*Q, N = K, K = C*R*S), data
 //     gradient (M = N*H*W, N = C, K = K*R*S/(strides)) and filter gradient
 //     (M = K, N = C*R*S, K = N*P*Q), each with its own quantization; 3x3
-//     stride-1 forward and data gradient may run as Winograd (fewer
-//     multiplies, extra transform traffic); tensor cores need channel
+//     stride-1 forward, data gradient and filter gradient may run as
+//     Winograd (R*S taps shrink by the gain; transforms of the input and
+//     output add traffic; cuDNN's WINOGRAD and WINOGRAD_NONFUSED forward,
+//     backward-data and backward-filter algorithms); tensor cores need channel
 //     counts that are multiples of 8, else CUDA cores run it.
 //   recurrent layers: the input projection batched over T, then T dependent
 //     steps, each a small GEMM of the recurrent weights plus the gates'
@@ -115,8 +117,8 @@ struct Constants {
   double MaxSplit = 16;     ///< the largest split of K
   double ConvEff = 0.98;    ///< implicit GEMM vs a plain GEMM (im2col indexing)
   double DgradEff = 0.98;   ///< data gradient vs forward
-  double WgradEff = 0.92;   ///< filter gradient (reduction over N*P*Q)
-  double WgradTensorEff = 0.68; ///< more for tensor cores (NCHW transposes)
+  double WgradEff = 0.8;    ///< filter gradient (reduction over N*P*Q)
+  double WgradTensorEff = 0.78; ///< more for tensor cores (NCHW transposes)
   double WinogradGain = 4.17;   ///< multiplies saved by Winograd on 3x3
   double WinogradEff = 0.6;     ///< its GEMMs' efficiency vs implicit GEMM
   double RecurrentEff = 0.42;   ///< a recurrent step's GEMM vs a plain one
