@@ -106,7 +106,7 @@ llvm::Expected<ServingPass> runPass(Model &M, const Config &Cfg, DiagnosticEngin
   std::map<std::string, ServingPass::OpTime> ByOp;
   for (size_t I = 0; I < C->Nodes.size(); ++I) {
     const NodeCost &NC = C->Nodes[I];
-    const PhaseTime &T = RL->Nodes[I].Fwd;
+    const PlacedPhase &T = RL->Nodes[I].Fwd;
     ServingPass::OpTime &O = ByOp[NC.N->qualifiedOpType()];
     O.Op = NC.N->qualifiedOpType();
     ++O.Count;

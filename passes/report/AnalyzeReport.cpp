@@ -235,9 +235,9 @@ llvm::json::Object nodeJson(const NodeCost &NC, const CostResult &C, const Roofl
     O["saved_bytes"] = countValue(nodeSavedBytes(NC, C, floatBytes(Cfg)));
     O["needs_backward"] = NC.NeedsBackward;
     const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
-    O["fwd_time"] = phaseTimeJson(R.Fwd, NC, false, R.Type, Cfg, Memo);
+    O["fwd_time"] = phaseTimeJson(RL.terms(C, NC, false, Cfg), NC, false, R.Type, Cfg, Memo);
     if (NC.NeedsBackward)
-      O["bwd_time"] = phaseTimeJson(R.Bwd, NC, true, R.Type, Cfg, Memo);
+      O["bwd_time"] = phaseTimeJson(RL.terms(C, NC, true, Cfg), NC, true, R.Type, Cfg, Memo);
   } else {
     O["unmodeled_reason"] = NC.Unmodeled.str();
   }
@@ -601,10 +601,12 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   std::map<std::string, double> Gain;
   for (const NodeCost &NC : C.Nodes) {
     const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
-    for (const PhaseTime *P : {&R.Fwd, &R.Bwd})
-      if (P->B == Bound::Memory)
+    for (bool Bwd : {false, true})
+      if ((Bwd ? R.Bwd : R.Fwd).B == Bound::Memory) {
+        PhaseTime P = RL.terms(C, NC, Bwd, Cfg);
         Gain[NC.N->qualifiedOpType()] +=
-            (P->MemoryS - std::max(P->ComputeS, P->TranscS)) * NC.Multiplier;
+            (P.MemoryS - std::max(P.ComputeS, P.TranscS)) * NC.Multiplier;
+      }
   }
   std::vector<std::pair<std::string, double>> Gains(Gain.begin(), Gain.end());
   std::stable_sort(Gains.begin(), Gains.end(),

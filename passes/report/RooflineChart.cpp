@@ -215,7 +215,7 @@ void Chart::collect() {
       if (Bwd && !NC.NeedsBackward)
         continue;
       const PhaseCost &PC = Bwd ? NC.Bwd : NC.Fwd;
-      const PhaseTime &PT = Bwd ? R.Nodes[I].Bwd : R.Nodes[I].Fwd;
+      const PlacedPhase &PT = Bwd ? R.Nodes[I].Bwd : R.Nodes[I].Fwd;
       if (!(PT.Seconds > 0))
         continue;
       double S = PT.Seconds * NC.Multiplier;
@@ -464,7 +464,7 @@ void Chart::writeRoofs() {
 std::string Chart::tooltip(const Point &P) const {
   const NodeCost &NC = C.Nodes[P.Node];
   const PhaseCost &PC = P.Backward ? NC.Bwd : NC.Fwd;
-  const PhaseTime &PT = P.Backward ? R.Nodes[P.Node].Bwd : R.Nodes[P.Node].Fwd;
+  PhaseTime PT = R.terms(C, NC, P.Backward, Cfg);
   std::string S = xmlText(NC.N->Name) + " (" + xmlText(P.OpType) + ")\n";
   S += P.Backward ? "backward\n" : "forward\n";
   S += "FLOPs " + siNumber(PC.Flops) + " (" + withCommas(PC.Flops) + ")\n";

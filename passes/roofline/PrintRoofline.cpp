@@ -33,9 +33,9 @@ llvm::Error PrintRooflinePass::run(Model &M, AnalysisManager &AM) {
     const NodeCost &NC = C->Nodes[I];
     OS << "roofline \"" << NC.N->Name << "\" " << NC.N->OpType << ' '
        << dtypeName(R->Nodes[I].Type) << ':';
-    printPhase(OS, "fwd", NC.Fwd, R->Nodes[I].Fwd);
+    printPhase(OS, "fwd", NC.Fwd, R->terms(*C, NC, false, AM.config()));
     if (NC.NeedsBackward)
-      printPhase(OS, "bwd", NC.Bwd, R->Nodes[I].Bwd);
+      printPhase(OS, "bwd", NC.Bwd, R->terms(*C, NC, true, AM.config()));
     OS << '\n';
   }
   OS << llvm::formatv("step: fwd={0:e} bwd={1:e} recompute={2:e} optimizer={3:e} "

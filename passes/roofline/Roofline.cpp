@@ -86,6 +86,19 @@ PhaseTime ridge::placeNode(const NodeCost &NC, bool Bwd, const Device &D, DType 
   return P;
 }
 
+PhaseTime RooflineResult::terms(const CostResult &C, const NodeCost &N, bool Bwd,
+                                const Config &Cfg) const {
+  if (Bwd && !N.NeedsBackward)
+    return PhaseTime(); // no backward was placed
+  const NodeRoofline &R = Nodes[&N - C.Nodes.data()];
+  PhaseTime T = placeOnDevice(Bwd ? N.Bwd : N.Fwd, *Dev, R.Type, Cfg);
+  const PlacedPhase &Kept = Bwd ? R.Bwd : R.Fwd;
+  T.Seconds = Kept.Seconds;
+  T.B = Kept.B;
+  T.Why = Kept.Why;
+  return T;
+}
+
 llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   if (!Cfg.Dev)
@@ -135,7 +148,7 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
     double K = NC.Multiplier;
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;
-    for (const PhaseTime *P : {&NR.Fwd, &NR.Bwd})
+    for (const PlacedPhase *P : {&NR.Fwd, &NR.Bwd})
       if (P->B == Bound::Memory)
         R.MemoryBoundSeconds += P->Seconds * K;
     // Recomputation replays the forward phases TrainingStep marked.

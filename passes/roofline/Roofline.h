@@ -40,11 +40,23 @@ struct PhaseTime {
 double intensity(const PhaseCost &P);
 /// The rate the roofline lets phase P (placed as T) reach, FLOP/s:
 /// min(pi_eff, beta * I) = FLOPs / max(compute, memory term); 0 when
-/// nothing runs. Derived, not kept: a million nodes' rows are 32 MB less.
+/// nothing runs. Derived, not kept.
 double attainable(const PhaseCost &P, const PhaseTime &T);
 
+/// What the analysis keeps of a placed phase: its time and verdicts. The
+/// roofline terms behind them follow from the node's counts, device and
+/// dtype, and are recomputed where a report shows them
+/// (RooflineResult::terms): a million nodes' rows are 40 MB, not 120.
+struct PlacedPhase {
+  double Seconds = 0;
+  Bound B = Bound::None;
+  Limit Why = Limit::None;
+  PlacedPhase() = default;
+  PlacedPhase(const PhaseTime &T) : Seconds(T.Seconds), B(T.B), Why(T.Why) {}
+};
+
 struct NodeRoofline {
-  PhaseTime Fwd, Bwd;
+  PlacedPhase Fwd, Bwd;
   DType Type = DType::Float; ///< the dtype whose peak applied
 };
 
@@ -67,6 +79,10 @@ struct RooflineResult {
     const NodeRoofline &R = Nodes[&N - C.Nodes.data()];
     return (R.Fwd.Seconds + R.Bwd.Seconds) * N.Multiplier;
   }
+  /// Node N's phase (the backward when Bwd) in full: its roofline terms
+  /// recomputed (placeOnDevice under Cfg, the configuration this result was
+  /// placed with), its time and verdicts as placed. N is one of C.Nodes.
+  PhaseTime terms(const CostResult &C, const NodeCost &N, bool Bwd, const Config &Cfg) const;
   /// Model FLOPs utilization: forward + backward FLOPs (not recomputation
   /// or optimizer) per second of step, over the datasheet peak.
   double MFU = 0;
