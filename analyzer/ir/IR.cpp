@@ -87,13 +87,23 @@ Value *Graph::lookup(llvm::StringRef N) const {
   return nullptr;
 }
 
-llvm::StringRef ridge::internString(llvm::StringRef S) {
-  if (S.empty())
-    return {};
+/// S's entry in the run's pool (S not empty).
+static const llvm::StringMapEntry<std::nullopt_t> *internEntry(llvm::StringRef S) {
   static std::mutex Lock;
   static llvm::StringSet<> Pool; // entries never move
   std::lock_guard<std::mutex> Hold(Lock);
-  return Pool.insert(S).first->getKey();
+  return &*Pool.insert(S).first;
+}
+
+llvm::StringRef ridge::internString(llvm::StringRef S) {
+  return S.empty() ? llvm::StringRef() : internEntry(S)->getKey();
+}
+
+InternedString InternedString::of(llvm::StringRef S) {
+  InternedString I;
+  if (!S.empty())
+    I.E = internEntry(S);
+  return I;
 }
 
 Dim Dim::fromParam(llvm::StringRef S) {
@@ -116,7 +126,7 @@ std::string Dim::str() const {
 }
 
 std::string Node::qualifiedOpType() const {
-  return Domain.empty() ? OpType.str() : (Domain + "." + OpType).str();
+  return Domain.empty() ? OpType.str() : (Domain.ref() + "." + OpType.ref()).str();
 }
 
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }

@@ -37,6 +37,34 @@ class Node;
 /// domains, interned by the importer so that a graph's nodes share them.
 llvm::StringRef internString(llvm::StringRef S);
 
+/// A string of internString's pool, held as one pointer (its pool entry
+/// knows its length) and read as a StringRef: a node's op type and domain
+/// take 8 bytes each, not 16.
+class InternedString {
+public:
+  InternedString() = default;
+  /// S's copy in the pool (the empty string: none).
+  static InternedString of(llvm::StringRef S);
+  llvm::StringRef ref() const { return E ? E->getKey() : llvm::StringRef(); }
+  operator llvm::StringRef() const { return ref(); }
+  bool empty() const { return !E; }
+  size_t size() const { return ref().size(); }
+  const char *data() const { return ref().data(); }
+  std::string str() const { return ref().str(); }
+  bool contains(llvm::StringRef S) const { return ref().contains(S); }
+  bool starts_with(llvm::StringRef S) const { return ref().starts_with(S); }
+  /// Equal strings are one entry: comparing two is comparing pointers.
+  bool operator==(const InternedString &O) const { return E == O.E; }
+  bool operator!=(const InternedString &O) const { return E != O.E; }
+
+private:
+  const llvm::StringMapEntry<std::nullopt_t> *E = nullptr;
+};
+inline bool operator==(const InternedString &A, llvm::StringRef B) { return A.ref() == B; }
+inline bool operator!=(const InternedString &A, llvm::StringRef B) { return A.ref() != B; }
+inline bool operator==(const InternedString &A, const char *B) { return A.ref() == B; }
+inline bool operator!=(const InternedString &A, const char *B) { return A.ref() != B; }
+
 /// One dimension: a known extent, a symbolic expression of the model's
 /// symbols (a dim_param "batch", or "2*seq", "floor((W + 1)/2) - 1"), or
 /// unknown. Eight bytes, so that a shape's four inline dims take 32: a known
@@ -308,8 +336,8 @@ public:
   /// The op type and domain ("" for the default ai.onnx domain), interned
   /// for the whole run (internString): a graph has few distinct ones, and a
   /// string each cost a million-node graph 64 MB a load.
-  llvm::StringRef OpType;
-  llvm::StringRef Domain;
+  InternedString OpType;
+  InternedString Domain;
   llvm::SmallVector<Value *, 4> Inputs; ///< nullptr: omitted optional input
   llvm::SmallVector<Value *, 2> Outputs;
   std::vector<Attribute> Attrs;

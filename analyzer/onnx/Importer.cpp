@@ -195,15 +195,15 @@ private:
 
   /// Op types and domains seen, interned (internString takes a lock; this
   /// import's own table does not).
-  llvm::StringMap<llvm::StringRef> Interned;
+  llvm::StringMap<InternedString> Interned;
 
   Error err(const llvm::Twine &Msg) { return fileError(File, Msg); }
-  llvm::StringRef intern(llvm::StringRef S) {
+  InternedString intern(llvm::StringRef S) {
     if (S.empty())
       return {};
     auto [It, New] = Interned.try_emplace(S);
     if (New)
-      It->second = internString(S);
+      It->second = InternedString::of(S);
     return It->second;
   }
 

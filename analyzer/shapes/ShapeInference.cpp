@@ -44,7 +44,7 @@ void Inferencer::inferNode(Node &N) {
     return;
   }
   UnknownOps.insert(N.Domain.empty() ? N.OpType.str()
-                                     : (llvm::Twine(N.Domain) + ":" + N.OpType).str());
+                                     : (llvm::Twine(N.Domain.ref()) + ":" + N.OpType.ref()).str());
   for (Graph *Sub : N.subgraphs())
     inferGraph(*Sub);
 }

@@ -1368,7 +1368,7 @@ void recurrent(const CostContext &C, RuleCost &Out, Count G, Count EwFlops,
                Count EwTransc) {
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   if (X.rank() != 3 || W.rank() != 3)
-    return unmodeled(Out, C.N.OpType + " needs rank-3 X and W");
+    return unmodeled(Out, C.N.OpType.ref() + " needs rank-3 X and W");
   bool BatchFirst = C.N.attrInt("layout", 0) == 1;
   Count S = dimCount(X.Dims[BatchFirst ? 1 : 0]), B = dimCount(X.Dims[BatchFirst ? 0 : 1]);
   Count I = dimCount(X.Dims[2]), D = dimCount(W.Dims[0]);

@@ -9,7 +9,7 @@ llvm::json::Object ridge::nodeHeaderJson(const NodeCost &NC) {
     if (V)
       Outs.push_back(V->typeStr());
   return llvm::json::Object{{"name", NC.N->Name},
-                            {"op", NC.N->OpType},
+                            {"op", NC.N->OpType.ref()},
                             {"domain", NC.N->domainName()},
                             {"graph", NC.N->Parent->Name},
                             {"outputs", std::move(Outs)},

@@ -127,7 +127,7 @@ struct OpTypeRow {
 std::string opKey(const Node &N) {
   if (N.Domain.empty() || N.Domain == "ai.onnx")
     return N.OpType.str();
-  return (N.OpType + " (" + N.Domain + ")").str();
+  return (N.OpType.ref() + " (" + N.Domain.ref() + ")").str();
 }
 
 class Chart {
