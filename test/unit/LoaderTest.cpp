@@ -205,6 +205,25 @@ TEST(InternSymbol, OneCopyPerName) {
   EXPECT_TRUE(internString("").empty());
 }
 
+// An op type held as one pointer reads as the string it was made from,
+// shares internString's copy, and compares with strings and its kind.
+TEST(InternSymbol, InternedStringIsOnePointer) {
+  static_assert(sizeof(InternedString) == sizeof(void *), "one pointer");
+  std::string Op = "MatMulNBits";
+  InternedString A = InternedString::of(Op), B = InternedString::of("MatMulNBits");
+  Op = "Relu";
+  EXPECT_EQ(A.ref(), "MatMulNBits");
+  EXPECT_EQ(A.size(), 11u);
+  EXPECT_EQ(A.data(), internString("MatMulNBits").data());
+  EXPECT_TRUE(A == B);
+  EXPECT_TRUE(A == "MatMulNBits");
+  EXPECT_TRUE(A != InternedString::of("MatMul"));
+  EXPECT_TRUE(A.starts_with("MatMul"));
+  EXPECT_TRUE(InternedString::of("").empty());
+  EXPECT_TRUE(InternedString().ref().empty());
+  EXPECT_TRUE(InternedString() == InternedString::of(""));
+}
+
 TEST(ValueList, AddressesStayAsItGrows) {
   ValueList L;
   std::vector<Value *> Seen;
