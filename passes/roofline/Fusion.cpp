@@ -102,9 +102,8 @@ GroupOrder orderGroups(const std::vector<uint32_t> &Group) {
   return O;
 }
 
-/// Adds node I's costs to G.
-void join(FusionGroup &G, const NodeCost &NC, size_t I) {
-  G.Members.push_back(uint32_t(I));
+/// Adds node I's costs to G (its member list is placed by the caller).
+void join(FusionGroup &G, const NodeCost &NC) {
   G.Multiplier = NC.Multiplier;
   G.Fwd += NC.Fwd;
   G.Bwd += NC.Bwd;
@@ -113,9 +112,10 @@ void join(FusionGroup &G, const NodeCost &NC, size_t I) {
 
 /// A group's bytes without its interior tensors (and their gradients), its
 /// saved bytes, and its times on the device.
-void fuseGroup(FusionGroup &G, const std::vector<const Value *> &Interior,
-               const CostResult &C, const RooflineResult &RL, const Config &Cfg) {
-  for (size_t I : G.Members) { // in order: as the group's tensors joined
+void fuseGroup(FusionGroup &G, llvm::ArrayRef<uint32_t> Members,
+               const std::vector<const Value *> &Interior, const CostResult &C,
+               const RooflineResult &RL, const Config &Cfg) {
+  for (size_t I : Members) { // in order: as the group's tensors joined
     const Value *V = Interior[I];
     if (!V)
       continue;
@@ -127,7 +127,7 @@ void fuseGroup(FusionGroup &G, const std::vector<const Value *> &Interior,
   }
   G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
   G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
-  DType Ty = RL.Nodes[G.Members.front()].Type;
+  DType Ty = RL.Nodes[Members.front()].Type;
   G.FwdSeconds = placeOnDevice(G.Fwd, *RL.Dev, Ty, Cfg).Seconds;
   if (G.NeedsBackward)
     G.BwdSeconds = placeOnDevice(G.Bwd, *RL.Dev, Ty, Cfg).Seconds;
@@ -136,7 +136,7 @@ void fuseGroup(FusionGroup &G, const std::vector<const Value *> &Interior,
   // not their waves.
   if (hasKernelModel(*RL.Dev, Cfg)) {
     double Fwd = 0, Bwd = 0;
-    for (size_t I : G.Members)
+    for (size_t I : Members)
       if (RL.Nodes[I].Fwd.Why != Limit::Bandwidth && C.Nodes[I].Fwd.Macs > 0) {
         Fwd += RL.Nodes[I].Fwd.Seconds;
         Bwd += RL.Nodes[I].Bwd.Seconds;
@@ -169,28 +169,35 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
   std::vector<uint32_t> Kept(NSlots, UINT32_MAX);
   // (Reserved: grown by doubling, the groups' array was briefly held twice.)
   R.Groups.reserve(llvm::count_if(O.Size, [](uint32_t N) { return N > 1; }));
+  uint32_t Placed = 0;
   for (size_t S = 0; S < NSlots; ++S)
     if (O.Size[S] > 1) {
       Kept[S] = uint32_t(R.Groups.size());
-      R.Groups.emplace_back().Members.reserve(O.Size[S]);
+      FusionGroup &G = R.Groups.emplace_back();
+      G.Begin = Placed;
+      Placed += O.Size[S];
     }
+  R.Members.resize(Placed);
   for (size_t I = 0; I < C->Nodes.size(); ++I)
-    if (uint32_t K = Kept[O.Slot[Group[I]]]; K != UINT32_MAX)
-      join(R.Groups[K], C->Nodes[I], I);
-  FusionGroup One;
-  for (size_t S = 0; S < NSlots; ++S) {
-    FusionGroup *G = Kept[S] != UINT32_MAX ? &R.Groups[Kept[S]] : &One;
-    if (G == &One) {
-      std::vector<uint32_t> Members = std::move(One.Members); // its capacity kept
-      Members.clear();
-      One = FusionGroup();
-      One.Members = std::move(Members);
-      join(One, C->Nodes[O.First[S]], O.First[S]);
+    if (uint32_t K = Kept[O.Slot[Group[I]]]; K != UINT32_MAX) {
+      FusionGroup &G = R.Groups[K];
+      R.Members[G.Begin + G.Count++] = uint32_t(I);
+      join(G, C->Nodes[I]);
     }
-    fuseGroup(*G, Interior, *C, *RL, Cfg);
+  for (size_t S = 0; S < NSlots; ++S) {
+    FusionGroup One;
+    uint32_t Single = O.First[S];
+    FusionGroup *G = Kept[S] != UINT32_MAX ? &R.Groups[Kept[S]] : &One;
+    llvm::ArrayRef<uint32_t> Members = G == &One ? llvm::ArrayRef<uint32_t>(Single)
+                                                 : R.members(*G);
+    if (G == &One) {
+      One.Count = 1;
+      join(One, C->Nodes[Single]);
+    }
+    fuseGroup(*G, Members, Interior, *C, *RL, Cfg);
     R.BytesAfter += (G->Fwd.Bytes + G->Bwd.Bytes) * G->Multiplier;
     R.StepSecondsAfter += (G->FwdSeconds + G->BwdSeconds) * G->Multiplier;
-    R.FusedOps += G->Members.size() - 1;
+    R.FusedOps += G->Count - 1;
   }
   for (const NodeCost &NC : C->Nodes)
     R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.Multiplier;
@@ -210,7 +217,7 @@ llvm::Error PrintFusionPass::run(Model &M, AnalysisManager &AM) {
   llvm::raw_ostream &OS = *AM.config().Out;
   for (const FusionGroup &G : F->Groups) {
     OS << "fusion group:";
-    for (size_t I : G.Members)
+    for (size_t I : F->members(G))
       OS << ' ' << C->Nodes[I].N->Name;
     OS << " fwd_bytes=" << exactNumber(G.Fwd.Bytes);
     if (G.NeedsBackward)

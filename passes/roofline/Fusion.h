@@ -18,7 +18,10 @@
 namespace ridge {
 
 struct FusionGroup {
-  std::vector<uint32_t> Members; ///< indices into CostResult::Nodes, in order
+  /// Its members: FusionResult::Members[Begin, Begin + Count), indices into
+  /// CostResult::Nodes in order (one array for every group: 30k groups'
+  /// lists of their own were 30k allocations).
+  uint32_t Begin = 0, Count = 0;
   PhaseCost Fwd, Bwd;            ///< fused amounts (multiplier applied)
   double Multiplier = 1;
   bool NeedsBackward = false;
@@ -31,6 +34,10 @@ struct FusionGroup {
 
 struct FusionResult {
   std::vector<FusionGroup> Groups; ///< groups of two or more ops
+  std::vector<uint32_t> Members;   ///< every group's members, group by group
+  llvm::ArrayRef<uint32_t> members(const FusionGroup &G) const {
+    return llvm::ArrayRef<uint32_t>(Members).slice(G.Begin, G.Count);
+  }
   size_t FusedOps = 0;             ///< ops that joined a producer's group
   double BytesBefore = 0, BytesAfter = 0; ///< forward + backward, whole step
   double StepSecondsBefore = 0, StepSecondsAfter = 0;
