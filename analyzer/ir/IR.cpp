@@ -1,5 +1,6 @@
 //===- IR.cpp - ridge's graph IR ------------------------------------------===//
 #include "analyzer/ir/IR.h"
+#include <cstring>
 #include "llvm/ADT/Twine.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/xxhash.h"
@@ -129,13 +130,36 @@ std::string Node::qualifiedOpType() const {
   return Domain.empty() ? OpType.str() : (Domain.ref() + "." + OpType.ref()).str();
 }
 
+llvm::StringRef NameArena::save(llvm::StringRef S) {
+  if (S.empty())
+    return {};
+  constexpr size_t ChunkBytes = 64 * 1024;
+  if (S.size() > Left) {
+    // A name longer than a chunk gets one of its own; the current chunk's
+    // rest stays for the next names.
+    size_t N = std::max(ChunkBytes, S.size());
+    Chunks.push_back(std::make_unique<char[]>(N));
+    if (N > ChunkBytes) {
+      std::memcpy(Chunks.back().get(), S.data(), S.size());
+      return llvm::StringRef(Chunks.back().get(), S.size());
+    }
+    Next = Chunks.back().get();
+    Left = N;
+  }
+  std::memcpy(Next, S.data(), S.size());
+  llvm::StringRef Copy(Next, S.size());
+  Next += S.size();
+  Left -= S.size();
+  return Copy;
+}
+
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }
 
 std::pair<Value *, bool> Graph::tryAddValue(llvm::StringRef N, ValueKind K) {
   if (std::optional<uint32_t> Id = ByName.find(N, Values))
     return {Values[*Id], false};
   Value *V = &Values.add();
-  V->Name = N.str();
+  V->Name = Names.save(N);
   V->Kind = K;
   ByName.insert(*V);
   return {V, true};

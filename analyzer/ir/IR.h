@@ -200,8 +200,9 @@ constexpr size_t MaxFloatValueElems = 64;
 /// An SSA value: a graph input, an initializer or a node output.
 class Value {
 public:
-  /// Set once, by the graph that adds the value (its name index hashed it).
-  std::string Name;
+  /// Set once, by the graph that adds the value (its name index hashed it),
+  /// to its copy in the graph's name arena (Graph::saveName).
+  llvm::StringRef Name;
   ValueKind Kind = ValueKind::Intermediate;
   DType Elem = DType::Undefined;
   bool IsGraphOutput = false;
@@ -455,6 +456,20 @@ private:
   void place(uint32_t Hash, uint32_t Id);
 };
 
+/// Copies of a graph's names, in chunks (a name is its bytes, no string
+/// object: a million values' std::strings were 32 bytes each, and a heap
+/// block each for any longer than 15 characters).
+class NameArena {
+public:
+  /// S's copy, valid as long as the arena.
+  llvm::StringRef save(llvm::StringRef S);
+
+private:
+  std::vector<std::unique_ptr<char[]>> Chunks;
+  char *Next = nullptr;
+  size_t Left = 0;
+};
+
 /// A graph: the model's main graph, a subgraph or a function body.
 class Graph {
 public:
@@ -475,6 +490,8 @@ public:
   Value *lookupLocal(llvm::StringRef N) const;
   /// Whether V is one of this graph's values (then Values[V->Id] is V).
   bool owns(const Value *V) const { return V->Id < Values.size() && Values[V->Id] == V; }
+  /// The copy of S that the graph keeps (value names point into it).
+  llvm::StringRef saveName(llvm::StringRef S) { return Names.save(S); }
   /// Adds a value named N (callers check the name is new; an existing value
   /// of that name is returned as is).
   Value *addValue(llvm::StringRef N, ValueKind K);
@@ -510,6 +527,7 @@ public:
   }
 
 private:
+  NameArena Names;
   NameIndex ByName;
 };
 

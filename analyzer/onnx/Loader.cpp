@@ -169,7 +169,7 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts,
     for (Value *V : G.Inputs) {
       if (V->Name == Name)
         In = V;
-      Names += (Names.empty() ? "" : ", ") + V->Name;
+      Names += (Names.empty() ? "" : ", ") + V->Name.str();
     }
     if (!In)
       return fileError(File, formatv("--input-shape: no graph input named '{0}' "

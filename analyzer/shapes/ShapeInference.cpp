@@ -25,7 +25,7 @@ void Inferencer::inferNode(Node &N) {
     AssumedBroadcasts.clear();
     Fn(C);
     if (DimOverflow && !N.Outputs.empty() && N.Outputs[0])
-      Conflicts.push_back({N.Name, N.Outputs[0]->Name, "", "a dim that overflows int64"});
+      Conflicts.push_back({N.Name, N.Outputs[0]->Name.str(), "", "a dim that overflows int64"});
     DimOverflow = false;
     for (const auto &[E, K] : AssumedBroadcasts)
       if (Assumptions.empty() || Assumptions.back().Node != N.Name ||

@@ -325,8 +325,9 @@ std::vector<const Node *> attentionCore(const Graph &G, const Node &A,
       return {};
     std::optional<bool> Larger = Am::atMost(OutElems, InElems);
     if (!Larger) { // the scores outgrow q and k only past some sequence length
-      Undecided = "whether '" + Out->Name + "' (" + Out->Shp->str() + ") is larger than '" +
-                  In->Name + "' (" + In->Shp->str() + ") depends on the binding";
+      Undecided = "whether '" + Out->Name.str() + "' (" + Out->Shp->str() +
+                  ") is larger than '" + In->Name.str() + "' (" + In->Shp->str() +
+                  ") depends on the binding";
       return {};
     }
     if (*Larger)

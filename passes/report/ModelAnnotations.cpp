@@ -45,7 +45,7 @@ const Node &topNode(const Node &N) {
 std::string nodeKey(const Node &N) {
   for (const Value *V : N.Outputs)
     if (V)
-      return V->Name;
+      return V->Name.str();
   return "name:" + N.Name;
 }
 

@@ -226,10 +226,11 @@ TEST(InternSymbol, InternedStringIsOnePointer) {
 
 TEST(ValueList, AddressesStayAsItGrows) {
   ValueList L;
+  NameArena Names;
   std::vector<Value *> Seen;
   for (int I = 0; I < 10000; ++I) {
     Value &V = L.add();
-    V.Name = std::to_string(I);
+    V.Name = Names.save(std::to_string(I));
     Seen.push_back(&V);
   }
   ASSERT_EQ(L.size(), 10000u);

@@ -1027,7 +1027,7 @@ void compareGraphs(const std::string &Model, const Graph &R, const Graph &O,
       if (!RV || !OV)
         continue;
       ++X.Outputs;
-      std::string Where = Model + ": " + RN.OpType.str() + " '" + RV->Name + "' output " +
+      std::string Where = Model + ": " + RN.OpType.str() + " '" + RV->Name.str() + "' output " +
                           std::to_string(K);
       if (RV->Elem != OV->Elem && RV->Elem != DType::Undefined &&
           OV->Elem != DType::Undefined) {
@@ -1370,7 +1370,7 @@ void truthCheckModel(const std::string &Dir, const std::string &Name, TruthCheck
       continue;
     ++X.Outputs;
     const Value *RV = RM->Main->Outputs[J], *OV = (*OM)->Main->Outputs[J];
-    std::string Where = Name + " output '" + RV->Name + "' (" +
+    std::string Where = Name + " output '" + RV->Name.str() + "' (" +
                         (RV->Producer ? RV->Producer->OpType.str() : std::string("input")) +
                         "): expected " + dimsStr(T);
     size_t RN = X.RidgeNone, RP = X.RidgePartial;
@@ -1552,7 +1552,7 @@ TEST(ShapeInferenceDump, Model) {
         Ints += "}";
       const Value *O = I < ON.size() && K < ON[I]->Outputs.size() ? ON[I]->Outputs[K] : nullptr;
       std::printf("%-18s %-40s ridge %s%s | onnx %s\n", RN[I]->OpType.str().c_str(),
-                  V->Name.c_str(), V->typeStr().c_str(), Ints.c_str(),
+                  V->Name.str().c_str(), V->typeStr().c_str(), Ints.c_str(),
                   O ? O->typeStr().c_str() : "-");
     }
 }
