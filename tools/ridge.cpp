@@ -637,12 +637,16 @@ static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEn
 /// compared; --fail-if budgets on the new one (changes from the old).
 static int runDiff(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
                    llvm::raw_fd_ostream &Out) {
+  // The models live as long as their documents: a document's strings
+  // (node and value names) point into its model's name arena.
+  std::vector<std::unique_ptr<Model>> Models;
   auto Document = [&](llvm::StringRef Path) -> llvm::Expected<llvm::json::Value> {
     auto M = loadModel(Path, LO, Diags);
     if (!M)
       return M.takeError();
-    AnalysisManager AM(**M, C, Diags);
-    return analyzeDocument(**M, AM);
+    Models.push_back(std::move(*M));
+    AnalysisManager AM(*Models.back(), C, Diags);
+    return analyzeDocument(*Models.back(), AM);
   };
   auto Old = Document(ModelPath);
   if (!Old)

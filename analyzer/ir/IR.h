@@ -333,7 +333,9 @@ private:
 
 class Node {
 public:
-  std::string Name; ///< may be empty in the file; the importer names it
+  /// May be empty in the file; the importer names it. Points into the
+  /// parent graph's name arena (Graph::saveName).
+  llvm::StringRef Name;
   /// The op type and domain ("" for the default ai.onnx domain), interned
   /// for the whole run (internString): a graph has few distinct ones, and a
   /// string each cost a million-node graph 64 MB a load.

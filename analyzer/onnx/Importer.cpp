@@ -382,7 +382,7 @@ Error Importer::importAttribute(const wire::Attribute &AP, Node &N,
     auto Sub = std::make_unique<Graph>();
     Sub->Parent = &G;
     Sub->ParentNode = &N;
-    Sub->Name = SP.Name.empty() ? N.Name + "." + A.Name : SP.Name.str();
+    Sub->Name = SP.Name.empty() ? N.Name.str() + "." + A.Name : SP.Name.str();
     if (Error E = importGraph(SP, *Sub, Opsets))
       return E;
     // What the subgraph reads from outside it, the node reads too.
@@ -508,10 +508,10 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     // bodies); "<graph name>/<OpType>_<index>" inside subgraphs, so that
     // rows of different bodies cannot be confused.
     if (NP.Name.empty())
-      N->Name = G.Parent ? formatv("{0}/{1}_{2}", G.Name, NP.OpType, I).str()
-                         : formatv("{0}_{1}", NP.OpType, I).str();
+      N->Name = G.saveName(G.Parent ? formatv("{0}/{1}_{2}", G.Name, NP.OpType, I).str()
+                                    : formatv("{0}_{1}", NP.OpType, I).str());
     else
-      N->Name = NP.Name.str();
+      N->Name = G.saveName(NP.Name);
     N->Parent = &G;
     if (N->OpType.empty())
       return err(formatv("node '{0}' has no op_type", N->Name));
@@ -535,7 +535,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
       auto [V, Added] = G.tryAddValue(Out, ValueKind::Intermediate);
       if (!Added) {
         Value *Old = V;
-        std::string By = Old->Producer ? "node '" + Old->Producer->Name + "'"
+        std::string By = Old->Producer ? "node '" + Old->Producer->Name.str() + "'"
                          : Old->isInitializer() ? std::string("an initializer")
                                                 : std::string("a graph input");
         return err(formatv("value '{0}' is defined twice: by {1} and by node "

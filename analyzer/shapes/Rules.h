@@ -392,7 +392,7 @@ private:
     for (size_t I = 0; I < S.rank(); ++I)
       if (V.Shp->Dims[I].isKnown() && S.Dims[I].isKnown() &&
           V.Shp->Dims[I].extent() != S.Dims[I].extent()) {
-        Inf.Conflicts.push_back({N.Name, V.Name.str(), V.Shp->str(), S.str()});
+        Inf.Conflicts.push_back({N.Name.str(), V.Name.str(), V.Shp->str(), S.str()});
         return;
       }
   }

@@ -25,12 +25,12 @@ void Inferencer::inferNode(Node &N) {
     AssumedBroadcasts.clear();
     Fn(C);
     if (DimOverflow && !N.Outputs.empty() && N.Outputs[0])
-      Conflicts.push_back({N.Name, N.Outputs[0]->Name.str(), "", "a dim that overflows int64"});
+      Conflicts.push_back({N.Name.str(), N.Outputs[0]->Name.str(), "", "a dim that overflows int64"});
     DimOverflow = false;
     for (const auto &[E, K] : AssumedBroadcasts)
       if (Assumptions.empty() || Assumptions.back().Node != N.Name ||
           Assumptions.back().Dim != E)
-        Assumptions.push_back({N.Name, E, K});
+        Assumptions.push_back({N.Name.str(), E, K});
     AssumedBroadcasts.clear();
     // Subgraphs of ops other than the control flow ones (which infer theirs).
     if (Fn != ruleIf && Fn != ruleLoop && Fn != ruleScan && Fn != ruleSequenceMap)

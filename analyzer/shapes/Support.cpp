@@ -399,7 +399,7 @@ void setElems(Ctx &C, unsigned O, ElemInfo E) {
 }
 
 Dim dataSymbol(Ctx &C, StringRef What, StringRef Desc, sym::ExprRef Bound) {
-  std::string Node = C.N.Name.empty() ? C.N.OpType.str() : C.N.Name;
+  std::string Node = C.N.Name.empty() ? C.N.OpType.str() : C.N.Name.str();
   std::string Name = Node + "." + What.str();
   DataSymbol &S = C.Inf.DataSymbols[Name];
   S.Name = Name;

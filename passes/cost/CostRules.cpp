@@ -1325,7 +1325,7 @@ void gradientOp(const CostContext &C, RuleCost &Out) {
       continue;
     const OpRule *Rule = findOpRule(P->Domain, P->OpType);
     if (!Rule || !P->subgraphs().empty()) {
-      Out.Unmodeled = "the backward of '" + P->Name + "' (" + P->qualifiedOpType() +
+      Out.Unmodeled = "the backward of '" + P->Name.str() + "' (" + P->qualifiedOpType() +
                       ") on the way from xs to y " +
                       (Rule ? "runs control flow" : "has no cost rule");
       return;
@@ -1338,7 +1338,7 @@ void gradientOp(const CostContext &C, RuleCost &Out) {
     NC.N = P;
     applyRule(*Rule, PC, NC);
     if (!NC.Unmodeled.empty()) {
-      Out.Unmodeled = "the backward of '" + P->Name + "': " + NC.Unmodeled.str();
+      Out.Unmodeled = "the backward of '" + P->Name.str() + "': " + NC.Unmodeled.str();
       return;
     }
     Out.Fwd += NC.bwdCounts();

@@ -492,7 +492,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                 Limits ? "  limit" : "");
   for (const NodeCost *NC : Rows) {
     OS << formatv("{0} {1} {2} ",
-                  llvm::fmt_align(Clip(NC->N->Name, NameW), llvm::AlignStyle::Left, NameW),
+                  llvm::fmt_align(Clip(NC->N->Name.str(), NameW), llvm::AlignStyle::Left, NameW),
                   llvm::fmt_align(NC->N->qualifiedOpType(), llvm::AlignStyle::Left, OpW),
                   llvm::fmt_align(Clip(outputTypes(*NC->N), OutW), llvm::AlignStyle::Left, OutW));
     if (!NC->Modeled) {

@@ -159,12 +159,12 @@ Count inferenceTotal(const InferenceMemoryResult &I) {
 /// The peak's node, or the candidates whose order the binding decides.
 std::string peakText(const InferenceMemoryResult &I) {
   if (I.PeakNode)
-    return "while '" + I.PeakNode->Name + "' (" + I.PeakNode->qualifiedOpType() + ") runs";
+    return "while '" + I.PeakNode->Name.str() + "' (" + I.PeakNode->qualifiedOpType() + ") runs";
   if (!I.Sym || I.Sym->PeakCandidates.empty())
     return "its position needs numbers";
   std::string S = "the largest of the live bytes at";
   for (const Node *N : I.Sym->PeakCandidates)
-    S += " '" + N->Name + "'";
+    S += " '" + N->Name.str() + "'";
   return S + ", which the binding decides";
 }
 

@@ -46,7 +46,7 @@ std::string nodeKey(const Node &N) {
   for (const Value *V : N.Outputs)
     if (V)
       return V->Name.str();
-  return "name:" + N.Name;
+  return "name:" + N.Name.str();
 }
 
 /// What the props of one file node sum (counts: numbers, or formulas when
