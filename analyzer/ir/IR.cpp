@@ -1,10 +1,10 @@
 //===- IR.cpp - ridge's graph IR ------------------------------------------===//
 #include "analyzer/ir/IR.h"
-#include <cstring>
 #include "llvm/ADT/Twine.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstring>
 #include <mutex>
 
 using namespace ridge;
