@@ -187,11 +187,12 @@ llvm::json::Object phaseJson(const PhaseCost &P) {
 /// recomputed here (the analysis keeps only their sum).
 llvm::json::Object phaseTimeJson(const PhaseTime &P, const NodeCost &NC, bool Bwd,
                                  DType T, const Config &Cfg, GemmMemo &Memo) {
-  double I = intensity(Bwd ? NC.Bwd : NC.Fwd);
+  const PhaseCost &Counts = Bwd ? NC.Bwd : NC.Fwd;
+  double I = intensity(Counts);
   llvm::json::Object O{
       {"seconds", P.Seconds},
       {"intensity", std::isfinite(I) ? llvm::json::Value(I) : nullptr},
-      {"attainable_flops", attainable(Bwd ? NC.Bwd : NC.Fwd, P)},
+      {"attainable_flops", attainable(Counts, P)},
       {"bound", boundName(P.B)}};
   if (!Cfg.Dev || !hasKernelModel(*Cfg.Dev, Cfg))
     return O;

@@ -102,7 +102,7 @@ GroupOrder orderGroups(const std::vector<uint32_t> &Group) {
   return O;
 }
 
-/// Adds node I's costs to G (its member list is placed by the caller).
+/// Adds NC's costs to G (the caller places NC's index among G's members).
 void join(FusionGroup &G, const NodeCost &NC) {
   G.Multiplier = NC.Multiplier;
   G.Fwd += NC.Fwd;
