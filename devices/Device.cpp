@@ -60,7 +60,7 @@ bool hasError(IO &Io) {
 const char TopKeys[] =
     "name, aliases, kind, peak_flops, vector_flops, transcendentals_per_s, "
     "memory, cache, host_link, node, intra_node, inter_node, "
-    "efficiency, efficiency_curves, kernel_overlap, launch_overhead, cores";
+    "efficiency, efficiency_curves, kernel_overlap, launch_overhead, kernel_gap, cores";
 
 /// Called first in each section's mapping function; the parent restores the
 /// top level after the section (unknown keys are reported after mapping()
@@ -582,6 +582,9 @@ template <> struct MappingTraits<DeviceDoc> {
       mapValue(Io, "kernel_overlap", "kernel_overlap", D.KernelOverlap);
     NumField Launch(&D.LaunchOverhead, "launch_overhead", Range::NonNegative);
     mapValue(Io, "launch_overhead", Launch.Path, Launch);
+    NumField Gap(&D.KernelGap, "kernel_gap", Range::NonNegative);
+    if (!Out || D.KernelGap > 0)
+      mapValue(Io, "kernel_gap", Gap.Path, Gap);
     CoresSection Cores{&D};
     if (!Out || D.ComputeUnits > 0)
       Section("cores", Cores);

@@ -99,7 +99,28 @@ struct Device {
   LinkSpec HostLink, IntraNode, InterNode;
   unsigned DevicesPerNode = 1;
   double EffCompute = 1, EffMemory = 1, EffIntraNode = 1, EffInterNode = 1;
-  double LaunchOverhead = 0; ///< seconds per op launch
+  /// Seconds the host takes to issue one kernel (the driver's launch and
+  /// the runtime's dispatch). On a device without KernelGap it is also the
+  /// device's: each kernel costs its work plus this.
+  double LaunchOverhead = 0;
+  /// `kernel_gap`: seconds a kernel costs the device beyond its work when
+  /// the host issues kernels ahead of it (a GPU stream: the gap between
+  /// back-to-back kernels). 0: the device runs each op as it is issued (a
+  /// CPU's thread pool), and LaunchOverhead adds to every kernel.
+  double KernelGap = 0;
+  /// Asynchronous: the host issues kernels while earlier ones run, so a
+  /// stream of them takes max(the device's times, launches x LaunchOverhead)
+  /// (a two-stage pipeline: laws.md), not their sum with a launch each.
+  bool asyncLaunch() const { return KernelGap > 0; }
+  /// What one kernel adds to its own work on the device: the gap on an
+  /// asynchronous device, else the launch.
+  double perKernelOverhead() const { return asyncLaunch() ? KernelGap : LaunchOverhead; }
+  /// A stream of Launches kernels whose device times sum to DeviceSeconds:
+  /// max(DeviceSeconds, Launches x LaunchOverhead) on an asynchronous
+  /// device (the host cannot issue faster), else DeviceSeconds.
+  double streamSeconds(double DeviceSeconds, double Launches) const {
+    return asyncLaunch() ? std::max(DeviceSeconds, Launches * LaunchOverhead) : DeviceSeconds;
+  }
   /// `cores.count`: streaming multiprocessors (compute units); 0 when not
   /// given, and then the kernel model does not apply (roofline times only).
   unsigned ComputeUnits = 0;

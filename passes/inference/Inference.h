@@ -89,7 +89,14 @@ struct ServingPass {
   int64_t Batch = 1;
   int64_t Tokens = 0;      ///< new tokens per sequence (P, or 1 in decode)
   int64_t Context = 0;     ///< past + new tokens
-  double Seconds = 0;      ///< the forward on the device
+  /// The forward as one stream: the device's time, or the host's launches
+  /// where they take longer (Device::streamSeconds).
+  double Seconds = 0;
+  double HostStallSeconds = 0; ///< of Seconds, the device waiting on launches
+  double Launches = 0;         ///< kernels the host issues
+  /// Of FusedSeconds: the fused groups bound by memory, and the device
+  /// waiting on the fused step's launches.
+  double FusedMemoryBoundSeconds = 0, FusedHostStallSeconds = 0;
   /// The same with element-wise ops and norms fused into their producers
   /// (the fusion what-if: what a fusing engine runs).
   double FusedSeconds = 0;
@@ -120,6 +127,7 @@ struct ServingResult {
   std::string Model;
   std::string Device;
   double Capacity = 0;
+  double LaunchOverhead = 0;      ///< the device's host time a kernel launch
   size_t KVLayers = 0;            ///< present tensors (a key and a value per layer)
   std::string PastSymbol, SeqSymbol, BatchSymbol;
   std::optional<ServingPass> Prefill, Decode;

@@ -90,10 +90,14 @@ llvm::Expected<ServingPass> runPass(Model &M, const Config &Cfg, DiagnosticEngin
     return F.takeError();
   ServingPass P;
   P.FusedSeconds = F->StepSecondsAfter;
+  P.FusedMemoryBoundSeconds = F->MemoryBoundSecondsAfter;
+  P.FusedHostStallSeconds = F->StepSecondsAfter - F->DeviceSecondsAfter;
   P.Batch = Batch;
   P.Tokens = Tokens;
   P.Context = Context;
-  P.Seconds = RL->FwdSeconds;
+  P.Seconds = RL->forwardSeconds();
+  P.HostStallSeconds = P.Seconds - RL->FwdSeconds;
+  P.Launches = RL->FwdLaunches;
   P.MemoryBoundSeconds = RL->MemoryBoundSeconds;
   P.Fwd = C->Fwd;
   P.WeightBytes = Mem->WeightBytes;
@@ -209,6 +213,7 @@ llvm::Expected<ServingResult> ridge::analyzeServing(const ServingLoadFn &Load,
   R.Model = S.Path;
   R.Device = Cfg.Dev->Name;
   R.Capacity = Cfg.Dev->MemCapacity;
+  R.LaunchOverhead = Cfg.Dev->LaunchOverhead;
   R.KVLayers = S.KVLayers;
   R.PastSymbol = S.Past;
   R.SeqSymbol = S.Seq;

@@ -279,6 +279,7 @@ llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, con
                           {"efficiency_compute", RL.Dev->EffCompute},
                           {"efficiency_memory", RL.Dev->EffMemory},
                           {"launch_overhead", RL.Dev->LaunchOverhead},
+                          {"kernel_gap", RL.Dev->KernelGap},
                           {"overlap", !Cfg.SumTerms}}},
       {"time",
        llvm::json::Object{{"fwd_seconds", RL.FwdSeconds},
@@ -286,6 +287,8 @@ llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, con
                           {"recompute_seconds", RL.RecomputeSeconds},
                           {"optimizer_seconds", RL.OptimizerSeconds},
                           {"step_seconds", RL.stepSeconds()},
+                          {"launches", RL.launches()},
+                          {"host_stall_seconds", RL.hostStallSeconds()},
                           {"memory_bound_share",
                            RL.stepSeconds() > 0 ? RL.MemoryBoundSeconds / RL.stepSeconds() : 0.0},
                           {"mfu", RL.MFU}}},
@@ -324,9 +327,9 @@ llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, con
       {"symbols", symbolsJson(M)},
       {"inference", Inf ? llvm::json::Value(llvm::json::Object{
                               {"batch", boundBatch(M)},
-                              {"latency_seconds", RL.FwdSeconds},
+                              {"latency_seconds", RL.stepSeconds()},
                               {"samples_per_second",
-                               RL.FwdSeconds > 0 ? boundBatch(M) / RL.FwdSeconds : 0.0},
+                               RL.stepSeconds() > 0 ? boundBatch(M) / RL.stepSeconds() : 0.0},
                               {"folded_nodes", int64_t(C.FoldedNodes)}})
                         : llvm::json::Value(nullptr)},
       {"warnings", llvm::json::Array(AM.diags().warnings())}};
@@ -579,6 +582,11 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                   seconds(RL.OptimizerSeconds), Step > 0 ? RL.MemoryBoundSeconds / Step : 0.0,
                   RL.MFU);
   }
+  if (RL.hostStallSeconds() > 0)
+    OS << formatv("  host-bound: {0} kernel launches x {1} = {2}, longer than the device's "
+                  "{3}; the device waits {4} for the host to issue kernels\n",
+                  exactNumber(RL.launches()), seconds(RL.Dev->LaunchOverhead), seconds(Step),
+                  seconds(RL.deviceSeconds()), seconds(RL.hostStallSeconds()));
   // Top ops by time, and the op types a higher-intensity implementation
   // (fusion, another partitioning) would speed up most: the time a
   // memory-bound phase spends above its compute time.

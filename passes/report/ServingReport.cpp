@@ -39,6 +39,32 @@ void printTopOps(const ServingPass &P, llvm::raw_ostream &OS) {
   OS << "\n";
 }
 
+/// What bounds a decode step of Seconds: the largest of its memory-bound
+/// ops, its compute-bound ops, and launch overhead (ops shorter than their
+/// launch, and the device waiting for the host to issue its Launches kernels
+/// at Launch each).
+std::string decodeVerdict(double Seconds, double MemoryBound, double ComputeBound,
+                          double HostStall, double Launches, double Launch) {
+  if (!(Seconds > 0))
+    return "nothing runs";
+  double Memory = MemoryBound / Seconds, Compute = ComputeBound / Seconds;
+  double Other = std::max(0.0, 1 - Compute - Memory);
+  std::string Shares = formatv("{0:P0} of its time memory-bound, {1:P0} compute-bound, {2:P0} "
+                               "launch overhead",
+                               Memory, Compute, Other);
+  if (Memory >= Compute && Memory >= Other)
+    return "decode is bandwidth-bound (" + Shares + ")";
+  if (Compute >= Other)
+    return "decode is compute-bound (" + Shares + ")";
+  if (HostStall > 0)
+    return formatv("decode is host-bound: {0} kernel launches x {1} = {2} ({3}; the device "
+                   "waits {4} for launches)",
+                   exactNumber(Launches), seconds(Launch), seconds(Seconds), Shares,
+                   seconds(HostStall))
+        .str();
+  return "decode is launch-bound (" + Shares + ")";
+}
+
 void printText(const ServingResult &R, const ServingOptions &SO, const Config &Cfg,
                llvm::raw_ostream &OS) {
   OS << "model: " << R.Model;
@@ -61,28 +87,30 @@ void printText(const ServingResult &R, const ServingOptions &SO, const Config &C
     printTopOps(*P, OS);
   }
   if (const auto &D = R.Decode) {
+    double Launch = R.LaunchOverhead;
     OS << formatv("decode at context {0}: time per output token {1} ({2} tokens/s); {3}, {4} "
                   "moved; {5:P1} of it in memory-bound ops\n",
                   D->Context, seconds(D->Seconds), siNumber(D->tokensPerSecond()),
                   siNumber(D->Fwd.Flops, "FLOP"), siNumber(D->Fwd.Bytes, "B"),
                   D->memoryBoundShare());
     double Floor = bandwidthFloor(*D);
-    double Compute = D->Seconds > 0 ? D->ComputeBoundSeconds / D->Seconds : 0;
-    double Memory = D->memoryBoundShare(), Other = std::max(0.0, 1 - Compute - Memory);
     OS << formatv("  bandwidth floor: (weights {0} + KV cache {1}) / {2} = {3}; the step takes "
-                  "{4:F2}x that; {5} ({6:P0} of its time memory-bound, {7:P0} compute-bound, "
-                  "{8:P0} at the launch floor of small ops)\n",
+                  "{4:F2}x that; {5}\n",
                   siNumber(D->WeightBytes, "B"), siNumber(D->KVCacheBytes, "B"),
                   siNumber(D->Bandwidth, "B/s"), seconds(Floor),
                   Floor > 0 ? D->Seconds / Floor : 0.0,
-                  Memory >= Compute && Memory >= Other ? "decode is bandwidth-bound"
-                  : Compute >= Other                   ? "decode is compute-bound"
-                                                       : "decode is launch-bound",
-                  Memory, Compute, Other);
+                  decodeVerdict(D->Seconds, D->MemoryBoundSeconds, D->ComputeBoundSeconds,
+                                D->HostStallSeconds, D->Launches, Launch));
+    double Fused = D->FusedSeconds;
     OS << formatv("  fused (element-wise ops and norms into their producers): {0} per token "
-                  "({1} tokens/s)\n",
-                  seconds(D->FusedSeconds),
-                  siNumber(D->FusedSeconds > 0 ? D->Batch / D->FusedSeconds : 0));
+                  "({1} tokens/s), {2:F2}x the bandwidth floor; {3}\n",
+                  seconds(Fused), siNumber(Fused > 0 ? D->Batch / Fused : 0),
+                  Floor > 0 ? Fused / Floor : 0.0,
+                  Fused > 0 && D->FusedMemoryBoundSeconds >= Fused / 2
+                      ? formatv("bandwidth-bound ({0:P0} of it memory-bound)",
+                                D->FusedMemoryBoundSeconds / Fused).str()
+                      : formatv("{0:P0} of it memory-bound", Fused > 0
+                                ? D->FusedMemoryBoundSeconds / Fused : 0.0).str());
     printMemory(*D, R.Capacity, OS);
     printTopOps(*D, OS);
   }
@@ -145,6 +173,7 @@ llvm::json::Object passJson(const ServingPass &P, bool Decode) {
                        {"unmodeled_nodes", int64_t(P.Unmodeled)},
                        {"memory", memoryJson(P)}};
   O["fused_seconds"] = P.FusedSeconds;
+  O["host_stall_seconds"] = P.HostStallSeconds;
   if (Decode) {
     O["seconds_per_token"] = P.Seconds;
     O["bandwidth_floor_seconds"] = bandwidthFloor(P);

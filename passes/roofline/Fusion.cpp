@@ -112,9 +112,15 @@ void join(FusionGroup &G, const NodeCost &NC) {
 
 /// A group's bytes without its interior tensors (and their gradients), its
 /// saved bytes, and its times on the device.
-void fuseGroup(FusionGroup &G, llvm::ArrayRef<uint32_t> Members,
-               const std::vector<const Value *> &Interior, const CostResult &C,
-               const RooflineResult &RL, const Config &Cfg) {
+/// What a fused group issues: its products' kernels, else one a phase that
+/// runs; and its device time in memory-bound kernels.
+struct GroupLaunch {
+  double Launches = 0, MemoryBoundSeconds = 0;
+};
+
+GroupLaunch fuseGroup(FusionGroup &G, llvm::ArrayRef<uint32_t> Members,
+                 const std::vector<const Value *> &Interior, const CostResult &C,
+                 const RooflineResult &RL, const Config &Cfg) {
   for (size_t I : Members) { // in order: as the group's tensors joined
     const Value *V = Interior[I];
     if (!V)
@@ -128,22 +134,36 @@ void fuseGroup(FusionGroup &G, llvm::ArrayRef<uint32_t> Members,
   G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
   G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
   DType Ty = RL.Nodes[Members.front()].Type;
-  G.FwdSeconds = placeOnDevice(G.Fwd, *RL.Dev, Ty, Cfg).Seconds;
-  if (G.NeedsBackward)
-    G.BwdSeconds = placeOnDevice(G.Bwd, *RL.Dev, Ty, Cfg).Seconds;
+  PhaseTime F = placeOnDevice(G.Fwd, *RL.Dev, Ty, Cfg), B;
+  G.FwdSeconds = F.Seconds;
+  if (G.NeedsBackward) {
+    B = placeOnDevice(G.Bwd, *RL.Dev, Ty, Cfg);
+    G.BwdSeconds = B.Seconds;
+  }
+  bool FwdMemory = F.B == Bound::Memory, BwdMemory = B.B == Bound::Memory;
   // With the kernel model a fused group runs at least as long as its matrix
   // products' kernels: fusion removes the element-wise traffic around them,
   // not their waves.
+  double FwdLaunches = G.FwdSeconds > 0, BwdLaunches = G.BwdSeconds > 0;
   if (hasKernelModel(*RL.Dev, Cfg)) {
-    double Fwd = 0, Bwd = 0;
+    double Fwd = 0, Bwd = 0, FwdL = 0, BwdL = 0;
     for (size_t I : Members)
       if (RL.Nodes[I].Fwd.Why != Limit::Bandwidth && C.Nodes[I].Fwd.Macs > 0) {
         Fwd += RL.Nodes[I].Fwd.Seconds;
         Bwd += RL.Nodes[I].Bwd.Seconds;
+        FwdL += RL.Nodes[I].Fwd.Launches;
+        BwdL += RL.Nodes[I].Bwd.Launches;
       }
+    // (The products' kernels take longer: theirs is the bound, not memory.)
+    FwdMemory = FwdMemory && G.FwdSeconds >= Fwd;
+    BwdMemory = BwdMemory && G.BwdSeconds >= Bwd;
     G.FwdSeconds = std::max(G.FwdSeconds, Fwd);
     G.BwdSeconds = std::max(G.BwdSeconds, Bwd);
+    FwdLaunches = std::max(FwdLaunches, FwdL);
+    BwdLaunches = std::max(BwdLaunches, BwdL);
   }
+  return {FwdLaunches + BwdLaunches,
+          (FwdMemory ? G.FwdSeconds : 0) + (BwdMemory ? G.BwdSeconds : 0)};
 }
 
 } // namespace
@@ -194,16 +214,20 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
       One.Count = 1;
       join(One, C->Nodes[Single]);
     }
-    fuseGroup(*G, Members, Interior, *C, *RL, Cfg);
+    GroupLaunch L = fuseGroup(*G, Members, Interior, *C, *RL, Cfg);
+    R.LaunchesAfter += L.Launches * G->Multiplier;
+    R.MemoryBoundSecondsAfter += L.MemoryBoundSeconds * G->Multiplier;
     R.BytesAfter += (G->Fwd.Bytes + G->Bwd.Bytes) * G->Multiplier;
     R.StepSecondsAfter += (G->FwdSeconds + G->BwdSeconds) * G->Multiplier;
     R.FusedOps += G->Count - 1;
   }
   for (const NodeCost &NC : C->Nodes)
     R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.Multiplier;
-  double Rest = RL->RecomputeSeconds + RL->OptimizerSeconds;
+  R.StepSecondsAfter += RL->RecomputeSeconds + RL->OptimizerSeconds;
+  R.LaunchesAfter += RL->RecomputeLaunches + RL->OptimizerLaunches;
   R.StepSecondsBefore = RL->stepSeconds();
-  R.StepSecondsAfter += Rest;
+  R.DeviceSecondsAfter = R.StepSecondsAfter;
+  R.StepSecondsAfter = RL->Dev->streamSeconds(R.DeviceSecondsAfter, R.LaunchesAfter);
   return R;
 }
 

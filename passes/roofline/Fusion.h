@@ -41,6 +41,13 @@ struct FusionResult {
   size_t FusedOps = 0;             ///< ops that joined a producer's group
   double BytesBefore = 0, BytesAfter = 0; ///< forward + backward, whole step
   double StepSecondsBefore = 0, StepSecondsAfter = 0;
+  /// The kernels the host issues for the fused step: a group's products'
+  /// kernels, else one a phase (Device::streamSeconds bounds the step by
+  /// them).
+  double LaunchesAfter = 0;
+  double DeviceSecondsAfter = 0; ///< StepSecondsAfter before the launches' bound
+  /// Of StepSecondsAfter's device time, the groups bound by memory.
+  double MemoryBoundSecondsAfter = 0;
 };
 
 struct FusionAnalysis {

@@ -56,11 +56,12 @@ struct Candidate {
   double Seconds = INFINITY;
   double Compute = 0, Memory = 0;
   double WaveLoss = 1, TileLoss = 1, KLoss = 1;
+  double Launches = 1; ///< a split K's reduction is a second kernel
 };
 
 Candidate timeTiling(const GemmShape &S, const Tile &T, double Eff, double E,
                      double Split, const MathUnit &U, unsigned SMs, double ElemBytes,
-                     double BBytes, double Bandwidth, double Launch) {
+                     double BBytes, double Bandwidth, double Overhead) {
   const kernels::Constants &K = kernels::constants();
   Candidate C;
   double Conc = std::clamp(std::floor(128 * 128 / (T.A * T.B)), 1.0, 4.0);
@@ -72,7 +73,8 @@ Candidate timeTiling(const GemmShape &S, const Tile &T, double Eff, double E,
   double Beta = Bandwidth * K.MemEff;
   C.Memory = ((S.M * S.K + S.M * S.N) * ElemBytes + S.K * S.N * BBytes) * S.Batch / Beta;
   // A split K writes Split partial results in fp32 and reduces them.
-  double Reduce = Split > 1 ? Split * S.M * S.N * S.Batch * 4 * 2 / Beta + Launch : 0;
+  double Reduce = Split > 1 ? Split * S.M * S.N * S.Batch * 4 * 2 / Beta + Overhead : 0;
+  C.Launches = Split > 1 ? 2 : 1;
   C.Seconds = std::max(C.Compute, C.Memory) + Reduce;
   C.WaveLoss = Waves * SMs * Conc / Tiles;
   C.TileLoss = RowTiles * T.A * ColTiles * T.B / (S.M * S.N) * (E / Eff);
@@ -95,7 +97,7 @@ Limit largestLoss(const Candidate &C) {
 
 KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U,
                          unsigned SMs, double ElemBytes, double Bandwidth,
-                         double Launch, double BBytes) {
+                         double Overhead, double Launch, double BBytes) {
   const Constants &K = constants();
   if (BBytes < 0)
     BBytes = ElemBytes;
@@ -114,7 +116,7 @@ KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U
       if (Split > 1 && S.K / Split < K.SplitMinK)
         break;
       Candidate C = timeTiling(S, T, Eff, U.Efficiency, Split, U, SMs, ElemBytes, BBytes,
-                               Bandwidth, Launch);
+                               Bandwidth, Overhead);
       if (C.Seconds < Best.Seconds)
         Best = C;
     }
@@ -130,7 +132,8 @@ KernelTime kernels::gemm(const char *Name, const GemmShape &S, const MathUnit &U
     if (V.Seconds < Best.Seconds)
       Best = V;
   }
-  Out.Seconds = Best.Seconds + Launch;
+  Out.Seconds = Best.Seconds + Overhead;
+  Out.Count = Best.Launches;
   Out.Why = Launch > Best.Seconds        ? Limit::Launch
             : Best.Memory > Best.Compute ? Limit::Bandwidth
                                          : largestLoss(Best);
@@ -146,7 +149,7 @@ KernelTime kernels::streaming(const char *Name, const PhaseCost &P, const Device
   PhaseTime Roof = Given ? *Given : placeOnDevice(P, D, T, Cfg);
   if (!(Roof.Seconds > 0))
     return Out; // a view or metadata op launches no kernel
-  double Work = Roof.Seconds - D.LaunchOverhead;
+  double Work = Roof.Seconds - D.perKernelOverhead();
   double Latency = P.Bytes > 0 ? constants().DramLatency : 0;
   Out.Seconds = Roof.Seconds + Latency;
   Out.Why = Roof.B == Bound::Launch                   ? Limit::Launch
@@ -251,14 +254,14 @@ bool productKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
 KernelTime ridge::memoGemm(const char *Name, const GemmShape &S, const MathUnit &U,
                            const Device &D, double Elem, GemmMemo *Memo, double BBytes) {
   if (!Memo)
-    return kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth, D.LaunchOverhead,
-                         BBytes);
+    return kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth,
+                         D.perKernelOverhead(), D.LaunchOverhead, BBytes);
   GemmMemo::Key K{S.Batch, S.M, S.N, S.K, U.PeakPerSM, U.Efficiency, double(U.Tensor), Elem,
                   BBytes};
   auto [It, New] = Memo->Times.try_emplace(K);
   if (New)
     It->second = kernels::gemm(Name, S, U, D.ComputeUnits, Elem, D.MemBandwidth,
-                               D.LaunchOverhead, BBytes);
+                               D.perKernelOverhead(), D.LaunchOverhead, BBytes);
   KernelTime T = It->second;
   T.Name = Name;
   return T;
@@ -384,7 +387,8 @@ bool convKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   if (Unit.Tensor && (std::fmod(CinG, 8) != 0 || std::fmod(CoutG, 8) != 0))
     Unit = simtUnit(C.D);
   auto Scaled = [&](KernelTime T, double Eff) {
-    T.Seconds = (T.Seconds - C.D.LaunchOverhead) / Eff + C.D.LaunchOverhead;
+    double Overhead = C.D.perKernelOverhead();
+    T.Seconds = (T.Seconds - Overhead) / Eff + Overhead;
     return T;
   };
   // Winograd F(4x4, 3x3): fewer multiplies, plus transforms of the input and
@@ -441,20 +445,20 @@ bool recurrentKernels(const KernelContext &C, bool Bwd, double Gates, PhaseKerne
   double T = dim(*X, BatchFirst ? 1 : 0), B = dim(*X, BatchFirst ? 0 : 1);
   double I = dim(*X, 2), Dirs = dim(*W, 0);
   double H = double(N.attrInt("hidden_size", int64_t(dim(*W, 1) / Gates)));
-  double GH = Gates * H, Launch = C.D.LaunchOverhead;
+  double GH = Gates * H, Launch = C.D.LaunchOverhead, Overhead = C.D.perKernelOverhead();
   // One step: the recurrent product, slower than a plain GEMM of its shape
   // (the dependency leaves no time to stage operands), the gates'
-  // element-wise kernel, and the step's synchronization.
-  double Gate = K.GatePasses * B * GH * C.Elem / (C.D.MemBandwidth * K.MemEff) + Launch;
+  // element-wise kernel, and the step's synchronization: two launches.
+  double Gate = K.GatePasses * B * GH * C.Elem / (C.D.MemBandwidth * K.MemEff) + Overhead;
   auto Recurrence = [&](const char *Name, GemmShape S) {
     KernelTime Step = C.gemm(Name, S);
-    double Product = (Step.Seconds - Launch) / K.RecurrentEff + Launch;
+    double Product = (Step.Seconds - Overhead) / K.RecurrentEff + Overhead;
     KernelTime Steps;
     Steps.Name = Name;
-    Steps.Count = T * Dirs;
-    Steps.Seconds = Steps.Count * (Product + Gate + K.StepSync);
+    Steps.Count = 2 * T * Dirs;
+    Steps.Seconds = T * Dirs * (Product + Gate + K.StepSync);
     double Floor = 2 * Launch + K.StepSync;
-    Steps.Why = Floor > Product + Gate - 2 * Launch ? Limit::Launch
+    Steps.Why = Floor > Product + Gate - 2 * Overhead ? Limit::Launch
                 : Step.Why == Limit::Compute        ? Limit::Recurrence
                                                     : Step.Why;
     return Steps;

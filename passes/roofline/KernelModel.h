@@ -72,7 +72,7 @@ const char *limitName(Limit L);
 struct KernelTime {
   const char *Name = "";
   double Seconds = 0; ///< all Count launches together
-  double Count = 1;   ///< launches (a recurrence's steps)
+  double Count = 1;   ///< launches (a recurrence's: two a step; a split K's: two)
   Limit Why = Limit::None;
 };
 
@@ -84,6 +84,13 @@ struct PhaseKernels {
     for (const KernelTime &K : Kernels)
       S += K.Seconds;
     return S;
+  }
+  /// The kernels the host issues for the phase.
+  double launches() const {
+    double L = 0;
+    for (const KernelTime &K : Kernels)
+      L += K.Seconds > 0 ? K.Count : 0;
+    return L;
   }
   /// The limit of the kernel that takes the most time.
   Limit why() const;
@@ -130,12 +137,14 @@ struct Constants {
 const Constants &constants();
 
 /// Time of Shape on Unit (SMs SMs), ElemBytes per element, with the device's
-/// bandwidth and launch floor. Name labels the kernel. BBytes: bytes per
-/// element of the B operand when it is stored narrower (int4 weights with
-/// their scales, dequantized in the kernel); ElemBytes when negative.
+/// bandwidth; each kernel adds Overhead (Device::perKernelOverhead) and is
+/// launch-bound when its work is shorter than Launch (the host's time to
+/// issue it). Name labels the kernel. BBytes: bytes per element of the B
+/// operand when it is stored narrower (int4 weights with their scales,
+/// dequantized in the kernel); ElemBytes when negative.
 KernelTime gemm(const char *Name, const GemmShape &Shape, const MathUnit &Unit,
-                unsigned SMs, double ElemBytes, double Bandwidth, double Launch,
-                double BBytes = -1);
+                unsigned SMs, double ElemBytes, double Bandwidth, double Overhead,
+                double Launch, double BBytes = -1);
 
 /// A streaming (memory-bound or element-wise) kernel: placeOnDevice's time
 /// plus the DRAM latency when it moves bytes. Roof: that placeOnDevice

@@ -1,10 +1,17 @@
 //===- PrintRoofline.cpp - "print<roofline>": each phase on the roofline --===//
+#include "analyzer/Format.h"
 //
+#include "analyzer/Format.h"
 //   roofline "mm" MatMul f32: fwd I=99.0 P=9.9e+13 t=4.2e-05 bound=memory
+#include "analyzer/Format.h"
 //                             bwd I=... (absent when no backward)
+#include "analyzer/Format.h"
 //
+#include "analyzer/Format.h"
 //===----------------------------------------------------------------------===//
+#include "analyzer/Format.h"
 #include "passes/roofline/Roofline.h"
+#include "analyzer/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <cmath>
 
@@ -39,8 +46,10 @@ llvm::Error PrintRooflinePass::run(Model &M, AnalysisManager &AM) {
     OS << '\n';
   }
   OS << llvm::formatv("step: fwd={0:e} bwd={1:e} recompute={2:e} optimizer={3:e} "
-                      "total={4:e} memory_bound={5:e} mfu={6:F4}\n",
+                      "total={4:e} memory_bound={5:e} mfu={6:F4} launches={7} "
+                      "host_stall={8:e}\n",
                       R->FwdSeconds, R->BwdSeconds, R->RecomputeSeconds,
-                      R->OptimizerSeconds, R->stepSeconds(), R->MemoryBoundSeconds, R->MFU);
+                      R->OptimizerSeconds, R->stepSeconds(), R->MemoryBoundSeconds, R->MFU,
+                      exactNumber(R->launches()), R->hostStallSeconds());
   return llvm::Error::success();
 }

@@ -29,7 +29,7 @@ double ridge::attainable(const PhaseCost &P, const PhaseTime &T) {
 
 PhaseTime ridge::placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,
                             double Bandwidth, double TranscRate, double Launch,
-                            bool Sum) {
+                            double PerKernel, bool Sum) {
   PhaseTime T;
   double MatrixFlops = 2 * P.Macs;
   double VectorFlops = std::max(0.0, P.Flops - MatrixFlops);
@@ -46,7 +46,8 @@ PhaseTime ridge::placePhase(const PhaseCost &P, double MatrixPeak, double Vector
                                                              : Bound::Transcendental;
   if (Launch > Work)
     T.B = Bound::Launch;
-  T.Seconds = Work + Launch;
+  T.Seconds = Work + PerKernel;
+  T.Launches = 1;
   return T;
 }
 
@@ -61,7 +62,7 @@ PhaseTime ridge::placeOnDevice(const PhaseCost &P, const Device &D, DType T,
   double Vector = D.vectorPeak(T) * D.vectorEfficiency(VectorFlops);
   double Beta = D.MemBandwidth * D.memoryEfficiency(P.Bytes);
   double Tau = D.TranscendentalsPerS * D.EffCompute;
-  return placePhase(P, Pi, Vector, Beta, Tau, D.LaunchOverhead,
+  return placePhase(P, Pi, Vector, Beta, Tau, D.LaunchOverhead, D.perKernelOverhead(),
                     Cfg.SumTerms || !D.KernelOverlap);
 }
 
@@ -72,6 +73,7 @@ PhaseTime ridge::placeNode(const NodeCost &NC, bool Bwd, const Device &D, DType 
     return P;
   PhaseKernels K = nodeKernels(NC, Bwd, D, T, Cfg, Memo, &P);
   P.Seconds = K.seconds();
+  P.Launches = K.launches();
   P.Why = K.why();
   switch (P.Why) {
   case Limit::None: P.B = Bound::None; break;
@@ -96,6 +98,7 @@ PhaseTime RooflineResult::terms(const CostResult &C, const NodeCost &N, bool Bwd
   T.Seconds = Kept.Seconds;
   T.B = Kept.B;
   T.Why = Kept.Why;
+  T.Launches = Kept.Launches;
   return T;
 }
 
@@ -148,18 +151,23 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
     double K = NC.Multiplier;
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;
+    R.FwdLaunches += NR.Fwd.Launches * K;
+    R.BwdLaunches += NR.Bwd.Launches * K;
     for (const PlacedPhase *P : {&NR.Fwd, &NR.Bwd})
       if (P->B == Bound::Memory)
         R.MemoryBoundSeconds += P->Seconds * K;
     // Recomputation replays the forward phases TrainingStep marked.
-    if (T->Recomputed[&NC - C->Nodes.data()])
+    if (T->Recomputed[&NC - C->Nodes.data()]) {
       R.RecomputeSeconds += NR.Fwd.Seconds * K;
+      R.RecomputeLaunches += NR.Fwd.Launches * K;
+    }
     R.Nodes.push_back(NR);
   }
   // The optimizer: one fused multi-tensor update, streaming its bytes.
   // fp32 master weights and state: vector work at fp32.
   PhaseTime Opt = placeOnDevice(T->Optimizer, D, DType::Float, Cfg);
   R.OptimizerSeconds = Opt.Seconds;
+  R.OptimizerLaunches = Opt.Launches;
   if (Opt.B == Bound::Memory)
     R.MemoryBoundSeconds += Opt.Seconds;
   double Step = R.stepSeconds();

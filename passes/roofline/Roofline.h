@@ -33,6 +33,8 @@ struct PhaseTime {
   /// With the kernel model: the effect that costs the phase's slowest
   /// kernel most (waves, K depth, bandwidth, launch, ...); None without it.
   Limit Why = Limit::None;
+  /// Kernels the host issues for the phase (0: nothing runs).
+  double Launches = 0;
 };
 
 /// A phase's operational intensity: FLOP per byte (infinity when no bytes
@@ -48,11 +50,14 @@ double attainable(const PhaseCost &P, const PhaseTime &T);
 /// dtype, and are recomputed where a report shows them
 /// (RooflineResult::terms): a million nodes' rows are 40 MB, not 120.
 struct PlacedPhase {
-  double Seconds = 0;
+  double Seconds = 0; ///< on the device (the host's launches: Launches)
   Bound B = Bound::None;
   Limit Why = Limit::None;
+  uint32_t Launches = 0; ///< kernels the host issues (in the padding)
   PlacedPhase() = default;
-  PlacedPhase(const PhaseTime &T) : Seconds(T.Seconds), B(T.B), Why(T.Why) {}
+  PlacedPhase(const PhaseTime &T)
+      : Seconds(T.Seconds), B(T.B), Why(T.Why),
+        Launches(uint32_t(std::min(T.Launches, double(UINT32_MAX)))) {}
 };
 
 struct NodeRoofline {
@@ -68,10 +73,29 @@ struct RooflineResult {
   double Bandwidth = 0;            ///< datasheet bytes/s
   double RidgePoint = 0;           ///< MatrixPeak / Bandwidth, FLOP/byte
   std::vector<NodeRoofline> Nodes; ///< parallel to CostResult::Nodes
+  /// The device's time in each part of the step, and the kernels the host
+  /// issues for it.
   double FwdSeconds = 0, BwdSeconds = 0, RecomputeSeconds = 0, OptimizerSeconds = 0;
+  double FwdLaunches = 0, BwdLaunches = 0, RecomputeLaunches = 0, OptimizerLaunches = 0;
   double MemoryBoundSeconds = 0; ///< phases whose larger term is memory
-  double stepSeconds() const {
+  double deviceSeconds() const {
     return FwdSeconds + BwdSeconds + RecomputeSeconds + OptimizerSeconds;
+  }
+  double launches() const {
+    return FwdLaunches + BwdLaunches + RecomputeLaunches + OptimizerLaunches;
+  }
+  /// The step as one stream: Device::streamSeconds of the device's time and
+  /// the launches (on an asynchronous device, the host's issue rate can
+  /// bound it).
+  double stepSeconds() const {
+    return Dev ? Dev->streamSeconds(deviceSeconds(), launches()) : deviceSeconds();
+  }
+  /// The time the device waits for the host to issue kernels (0 unless the
+  /// step is host-bound).
+  double hostStallSeconds() const { return stepSeconds() - deviceSeconds(); }
+  /// The forward pass alone as one stream (inference).
+  double forwardSeconds() const {
+    return Dev ? Dev->streamSeconds(FwdSeconds, FwdLaunches) : FwdSeconds;
   }
   /// Node N's step time (forward and backward phases, its multiplier
   /// applied); N is one of C.Nodes, the costs this result placed.
@@ -108,8 +132,18 @@ PhaseTime placeNode(const NodeCost &NC, bool Bwd, const Device &D, DType T,
                     const Config &Cfg, GemmMemo *Memo = nullptr);
 
 /// One phase on the roofline with explicit rates; exposed for unit tests.
+/// The phase's time is its work plus PerKernel (the kernel gap on an
+/// asynchronous device, else the launch); it is launch-bound when its
+/// work is shorter than Launch, the host's time to issue it.
 PhaseTime placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,
-                     double Bandwidth, double TranscRate, double Launch, bool Sum);
+                     double Bandwidth, double TranscRate, double Launch, double PerKernel,
+                     bool Sum);
+/// The same on a device that runs each kernel as it is issued (PerKernel =
+/// Launch).
+inline PhaseTime placePhase(const PhaseCost &P, double MatrixPeak, double VectorPeak,
+                            double Bandwidth, double TranscRate, double Launch, bool Sum) {
+  return placePhase(P, MatrixPeak, VectorPeak, Bandwidth, TranscRate, Launch, Launch, Sum);
+}
 
 /// `print<roofline>`: each node's intensity, attainable rate, time and bound.
 RIDGE_DECLARE_PASS(PrintRooflinePass)
