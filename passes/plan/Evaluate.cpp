@@ -588,7 +588,7 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   E.TPCollectivesPerStep = Gr.TPCount;
   E.TPCollectivesPerStep *= PC.M;
   double Pipeline = evalPipeline(PC, A, L, E);
-  double WorstParamCount = evalMemory(PC, A, E);
+  double WorstParamCount = evalMemory(PC, A, *Gr.TP, E);
   evalUpdate(PC, A, L, WorstParamCount, Pipeline, E);
   int R = PC.Recomp == Config::Recompute::Full ? 2 : PC.Recomp == Config::Recompute::Selective ? 1 : 0;
   E.ModelFlops = Gr.ModelFlops * PC.M * PC.D;
@@ -636,7 +636,8 @@ double Planner::evalPipeline(const PlanConfig &PC, const StageAgg &A, const Link
   return TMicro * Slots;
 }
 
-double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, PlanEval &E) const {
+double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP,
+                           PlanEval &E) const {
   // Memory of the fullest stage.
   double WorstMem = 0, WorstParams = 0, WorstAct = 0, WorstParamCount = 0;
   OptimizerCost O = optimizerCost(Cfg.Opt);
@@ -661,6 +662,16 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, PlanEval &E)
       WorstParamCount = P;
     }
   }
+  // ZeRO-3 holds a parameter whole only while it is used: the tensor in
+  // use, the next one prefetched and the full gradient of one before its
+  // reduce-scatter, each taken at the largest tensor's size (a 529.6B
+  // GPT's h x 4h weight is 3.4 GB in fp16): 3 x its bytes.
+  if (PC.Zero >= 3 && PC.D > 1) {
+    E.GatheredBytes =
+        3 * std::max(TP.MaxOwnElems, TP.MaxSplitElems / PC.T) * WBytes;
+    WorstMem += E.GatheredBytes;
+    WorstParams += E.GatheredBytes;
+  }
   // What the device holds beside the tensors (Device::withReserve).
   bool Communicates = uint64_t(PC.D) * PC.T * PC.P > 1;
   E.ReserveBytes = Dev.withReserve(WorstMem, Communicates) - WorstMem;
@@ -670,10 +681,15 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, PlanEval &E)
   if (E.MemoryBytes > Dev.MemCapacity) {
     E.Fits = false;
     E.Why = formatv("needs {0:F1} GB per device, {1:F1} GB over its {2:F0} GB (parameters "
-                    "and optimizer {3:F1}, activations {4:F1}, reserve {5:F1})",
+                    "and optimizer {3:F1}{6}, activations {4:F1}, reserve {5:F1})",
                     E.MemoryBytes / 1e9, (E.MemoryBytes - Dev.MemCapacity) / 1e9,
                     Dev.MemCapacity / 1e9, WorstParams / 1e9, WorstAct / 1e9,
-                    E.ReserveBytes / 1e9);
+                    E.ReserveBytes / 1e9,
+                    E.GatheredBytes > 0
+                        ? formatv(" incl. ZeRO-3's gathered working set {0:F1}",
+                                  E.GatheredBytes / 1e9)
+                              .str()
+                        : std::string());
   }
   return WorstParamCount;
 }

@@ -85,6 +85,8 @@ struct PlanEval {
   double Bubble = 0;          ///< fraction of the pipeline time
   double MemoryBytes = 0;     ///< the fullest device, its reserve included
   double ParamBytes = 0, ActivationBytes = 0;
+  /// Of ParamBytes: ZeRO-3's gathered parameters and gradient (0 otherwise).
+  double GatheredBytes = 0;
   /// The reserve on it: Device::withReserve's runtime, collective buffers
   /// (when the configuration communicates) and fragmentation.
   double ReserveBytes = 0;

@@ -131,6 +131,9 @@ struct TPPlan {
   /// equals the difference of two prefixes).
   std::vector<double> PreOwn, PreSplit;
   bool ParamsExact = false;
+  /// The largest parameter tensor left whole and the largest split t ways,
+  /// in elements (ZeRO-3's gathered working set).
+  double MaxOwnElems = 0, MaxSplitElems = 0;
 };
 
 // The search evaluates thousands of configurations on graphs of up to
@@ -417,7 +420,8 @@ private:
   double evalPipeline(const PlanConfig &PC, const StageAgg &A, const Links &L,
                       PlanEval &E) const;
   /// Returns the fullest stage's parameter count.
-  double evalMemory(const PlanConfig &PC, const StageAgg &A, PlanEval &E) const;
+  double evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP,
+                    PlanEval &E) const;
   void evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
                   double WorstParamCount, double Pipeline, PlanEval &E) const;
   /// A configuration to evaluate on N devices.

@@ -103,10 +103,13 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
   TP.Sharding = std::move(Sharding);
   TP.SplitParams.assign(Pos.size(), 0);
   // Each position's parameters in order, as ParamPos and ParamVal list them.
-  if (!TP.Sharding.SplitParams.empty())
-    for (size_t I = 0; I < ParamVal.size(); ++I)
-      if (TP.Sharding.SplitParams.count(ParamVal[I]))
-        TP.SplitParams[ParamPos[I]] += ParamElems[I];
+  for (size_t I = 0; I < ParamVal.size(); ++I) {
+    bool Split = !TP.Sharding.SplitParams.empty() && TP.Sharding.SplitParams.count(ParamVal[I]);
+    if (Split)
+      TP.SplitParams[ParamPos[I]] += ParamElems[I];
+    double &Max = Split ? TP.MaxSplitElems : TP.MaxOwnElems;
+    Max = std::max(Max, ParamElems[I]);
+  }
   TP.SplitU8.resize(Pos.size());
   TP.PreOwn.assign(Pos.size() + 1, 0);
   TP.PreSplit.assign(Pos.size() + 1, 0);

@@ -76,9 +76,12 @@ void printBreakdown(const PlanEval &E, llvm::raw_ostream &OS, const char *Indent
                           E.PPTier + ")"
                     : std::string());
   OS << Indent
-     << formatv("memory per device {0} (parameters, gradients, optimizer state {1}; "
-                "activations {2}; reserve {3})\n",
+     << formatv("memory per device {0} (parameters, gradients, optimizer state {1}{2}; "
+                "activations {3}; reserve {4})\n",
                 siNumber(E.MemoryBytes, "B"), siNumber(E.ParamBytes, "B"),
+                E.GatheredBytes > 0
+                    ? " incl. ZeRO-3's gathered working set " + siNumber(E.GatheredBytes, "B")
+                    : std::string(),
                 siNumber(E.ActivationBytes, "B"), siNumber(E.ReserveBytes, "B"));
 }
 
@@ -171,6 +174,7 @@ llvm::json::Object evalJson(const PlanEval &E) {
       {"feed_exposed_seconds", E.FeedExposedSeconds},
       {"memory_bytes", E.MemoryBytes},
       {"param_bytes", E.ParamBytes},
+      {"gathered_bytes", E.GatheredBytes},
       {"activation_bytes", E.ActivationBytes},
       {"reserve_bytes", E.ReserveBytes},
       {"model_flops", E.ModelFlops},
