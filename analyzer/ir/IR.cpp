@@ -2,9 +2,11 @@
 #include "analyzer/ir/IR.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TinyPtrVector.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cstring>
+#include <deque>
 #include <mutex>
 
 using namespace ridge;
@@ -94,6 +96,35 @@ static const llvm::StringMapEntry<std::nullopt_t> *internEntry(llvm::StringRef S
   static llvm::StringSet<> Pool; // entries never move
   std::lock_guard<std::mutex> Hold(Lock);
   return &*Pool.insert(S).first;
+}
+
+namespace {
+/// Hashes and compares shapes by their dims' words.
+struct ShapeKeyInfo {
+  static unsigned hash(llvm::ArrayRef<Dim> D) {
+    return unsigned(llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(D.data()), D.size() * sizeof(Dim))));
+  }
+};
+} // namespace
+
+const Shape *ridge::internShape(const Shape &S) {
+  static std::mutex Lock;
+  // Shapes in a deque never move; the index maps a hash to the shapes
+  // with it (collisions compared dim by dim).
+  static std::deque<Shape> Pool;
+  static llvm::DenseMap<unsigned, llvm::TinyPtrVector<const Shape *>> Index;
+  unsigned H = ShapeKeyInfo::hash(S.Dims);
+  if (H >= ~1u) // DenseMap's reserved keys
+    H = 0;
+  std::lock_guard<std::mutex> Hold(Lock);
+  llvm::TinyPtrVector<const Shape *> &Bucket = Index[H];
+  for (const Shape *P : Bucket)
+    if (llvm::ArrayRef<Dim>(P->Dims) == llvm::ArrayRef<Dim>(S.Dims))
+      return P;
+  Pool.push_back(S);
+  Bucket.push_back(&Pool.back());
+  return &Pool.back();
 }
 
 llvm::StringRef ridge::internString(llvm::StringRef S) {

@@ -330,9 +330,10 @@ Error Importer::importInitializer(
     return E;
   if (SparseDims)
     Dims.assign(SparseDims->begin(), SparseDims->end());
-  V->Shp.emplace();
+  Shape S;
   for (int64_t D : Dims)
-    V->Shp->Dims.push_back(Dim::known(D));
+    S.Dims.push_back(Dim::known(D));
+  V->Shp = S;
   InitializerInfo Info;
   if (T.DataLocation == onnx::TensorProto_DataLocation_EXTERNAL)
     if (Error E = checkExternalData(T, Info))

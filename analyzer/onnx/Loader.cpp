@@ -184,22 +184,22 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts,
     for (Value &V : G.Values)
       if (V.Kind == ValueKind::Intermediate)
         V.Shp.reset();
-    In->Shp.emplace();
+    Shape S;
     for (int64_t D : Dims)
-      In->Shp->Dims.push_back(D == LoadOptions::SymbolDim ? Dim::symbolic(Opts.SymbolDimName)
-                                                          : Dim::known(D));
+      S.Dims.push_back(D == LoadOptions::SymbolDim ? Dim::symbolic(Opts.SymbolDimName)
+                                                   : Dim::known(D));
+    In->Shp = S;
   }
   if (!Opts.DimRenames.empty())
     for (Value &V : G.Values)
-      if (V.Shp)
-        for (Dim &D : V.Shp->Dims)
-          if (D.isSymbolic())
-            D = Dim::of(sym::substitute(D.expr(), [&](llvm::StringRef Name) -> sym::ExprRef {
-              for (const auto &[From, To] : Opts.DimRenames)
-                if (Name == From)
-                  return sym::symbol(To);
-              return nullptr;
-            }));
+      V.Shp = mapSymbolicDims(V.Shp, [&](Dim D) {
+        return Dim::of(sym::substitute(D.expr(), [&](llvm::StringRef Name) -> sym::ExprRef {
+          for (const auto &[From, To] : Opts.DimRenames)
+            if (Name == From)
+              return sym::symbol(To);
+          return nullptr;
+        }));
+      });
   if (Opts.DimBindings.empty())
     return Error::success();
   llvm::StringMap<int64_t> Bindings;
@@ -218,10 +218,7 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts,
     return It->second;
   };
   for (Value &V : G.Values)
-    if (V.Shp)
-      for (Dim &D : V.Shp->Dims)
-        if (D.isSymbolic())
-          D = Dim::of(sym::substitute(D.expr(), Bind));
+    V.Shp = mapSymbolicDims(V.Shp, [&](Dim D) { return Dim::of(sym::substitute(D.expr(), Bind)); });
   return Error::success();
 }
 

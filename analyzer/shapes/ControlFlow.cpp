@@ -309,8 +309,9 @@ static void ruleScan8(Ctx &C, Graph *Body) {
     Slice.Elem = In->Elem;
     size_t Drop = K < NState ? 1 : 2;
     if (In->Shp && In->Shp->rank() >= Drop) {
-      Slice.Shp = *In->Shp;
-      Slice.Shp->Dims.erase(Slice.Shp->Dims.begin(), Slice.Shp->Dims.begin() + Drop);
+      Shape S = *In->Shp;
+      S.Dims.erase(S.Dims.begin(), S.Dims.begin() + Drop);
+      Slice.Shp = S;
       Batch = mergeDim(Batch, In->Shp->Dims[0]);
       if (K >= NState)
         SeqLen = mergeDim(SeqLen, In->Shp->Dims[1]);
@@ -364,8 +365,9 @@ void ruleScan(Ctx &C) {
     if (In->Shp) {
       int64_t Axis = InAxes && J < int64_t(InAxes->size()) ? (*InAxes)[J] : 0;
       if (normAxis(Axis, In->Shp->rank())) {
-        Slice.Shp = *In->Shp;
-        Slice.Shp->Dims.erase(Slice.Shp->Dims.begin() + Axis);
+        Shape S = *In->Shp;
+        S.Dims.erase(S.Dims.begin() + Axis);
+        Slice.Shp = S;
         if (!HaveLen) {
           SeqLen = In->Shp->Dims[Axis];
           HaveLen = true;

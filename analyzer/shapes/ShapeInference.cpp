@@ -109,9 +109,7 @@ void Inferencer::inferBody(Graph &Body, ArrayRef<std::pair<Value *, Value *>> Ca
     if (!In->Shp && General[K])
       In->Shp = General[K];
     else if (In->Shp && General[K] && In->Shp->rank() == General[K]->rank())
-      for (size_t I = 0; I < In->Shp->rank(); ++I)
-        if (!(In->Shp->Dims[I] == General[K]->Dims[I]))
-          In->Shp->Dims[I] = General[K]->Dims[I];
+      In->Shp = General[K];
   }
   inferGraph(Body);
 }

@@ -221,8 +221,9 @@ void refineShape(Value &V, const Shape &S) {
            (G->ParentNode->OpType == "Loop" || G->ParentNode->OpType == "If");
   };
   bool Inner = V.Kind == ValueKind::Intermediate && (!V.IsGraphOutput || InBody());
+  Shape Merged = *V.Shp;
   for (size_t I = 0; I < S.rank(); ++I) {
-    Dim &Old = V.Shp->Dims[I];
+    Dim &Old = Merged.Dims[I];
     const Dim &New = S.Dims[I];
     if (Old.isKnown())
       continue;
@@ -230,6 +231,7 @@ void refineShape(Value &V, const Shape &S) {
         (Inner && New.isSymbolic()))
       Old = New;
   }
+  V.Shp = Merged;
 }
 
 BinOp binOpOf(StringRef Op) {

@@ -182,14 +182,12 @@ void Planner::bindMicroBatchOne() {
   llvm::DenseMap<sym::ExprRef, Dim> Bound; // each distinct dim once
   auto Bind = [&](Graph &Gr) {
     for (Value &V : Gr.Values)
-      if (V.Shp)
-        for (Dim &D : V.Shp->Dims)
-          if (D.isSymbolic()) {
-            auto [It, New] = Bound.try_emplace(D.expr());
-            if (New)
-              It->second = Dim::of(sym::substitute(D.expr(), One));
-            D = It->second;
-          }
+      V.Shp = mapSymbolicDims(V.Shp, [&](Dim D) {
+        auto [It, New] = Bound.try_emplace(D.expr());
+        if (New)
+          It->second = Dim::of(sym::substitute(D.expr(), One));
+        return It->second;
+      });
   };
   Bind(*M1->Main);
   M1->Main->walk([&](const Node &Nd) {

@@ -39,8 +39,7 @@ TEST(Shape, HugeDimsDoNotWrapAround) {
 TEST(Value, BytesFollowElementType) {
   Value V;
   V.Elem = DType::BFloat16;
-  V.Shp.emplace();
-  V.Shp->Dims = {Dim::known(10), Dim::known(3)};
+  V.Shp = Shape{{Dim::known(10), Dim::known(3)}};
   EXPECT_EQ(*V.numBytes(), 60.0);
   EXPECT_EQ(V.typeStr(), "bf16[10,3]");
   V.Elem = DType::Int4; // 4-bit types are half a byte

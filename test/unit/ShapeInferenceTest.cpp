@@ -965,10 +965,8 @@ TEST(ShapeInference, ExistingShapesAreRefinedNotReplaced) {
   ASSERT_TRUE(M);
   // a: the file said [?,16]; b: the file said [5] (wrong rank: kept).
   Value *A = M->Main->lookup("a"), *B = M->Main->lookup("b");
-  A->Shp.emplace();
-  A->Shp->Dims = {Dim{}, Dim::known(16)};
-  B->Shp.emplace();
-  B->Shp->Dims = {Dim::known(5)};
+  A->Shp = Shape{{Dim{}, Dim::known(16)}};
+  B->Shp = Shape{{Dim::known(5)}};
   inferShapes(*M->Main, *M);
   EXPECT_EQ(A->typeStr(), "f32[batch,16]");
   EXPECT_EQ(B->typeStr(), "f32[5]");
@@ -1484,8 +1482,11 @@ TEST(ShapeInferencePerf, BenchModels) {
     // RIDGE_SI_SYMBOLIC=NAME: the inputs' first dim becomes the symbol NAME.
     if (const char *Sym = std::getenv("RIDGE_SI_SYMBOLIC"))
       for (Value *V : M->Main->Inputs)
-        if (V->Shp && V->Shp->rank() && !V->isInitializer())
-          V->Shp->Dims[0] = Dim::symbolic(Sym);
+        if (V->Shp && V->Shp->rank() && !V->isInitializer()) {
+          Shape S = *V->Shp;
+          S.Dims[0] = Dim::symbolic(Sym);
+          V->Shp = S;
+        }
     // RIDGE_SI_REPEAT=N: the best of N runs (node outputs cleared between).
     int Repeat = std::getenv("RIDGE_SI_REPEAT") ? std::atoi(std::getenv("RIDGE_SI_REPEAT")) : 1;
     double Ms = 1e30;
@@ -1595,11 +1596,14 @@ TEST(ShapeInferenceFuzz, MutatedBackendModels) {
         continue;
       auto MutateGraph = [&](Graph &G, auto &&Self) -> void {
         for (Value *V : G.Inputs)
-          if (V->Shp && Next() % 3 == 0)
-            for (Dim &D : V->Shp->Dims)
+          if (V->Shp && Next() % 3 == 0) {
+            Shape S = *V->Shp;
+            for (Dim &D : S.Dims)
               if (Next() % 2)
                 D = Next() % 3 ? Dim::known(std::max<int64_t>(Pick(), 0) % 100000)
                                : Dim::symbolic(Next() % 2 ? "a" : "b");
+            V->Shp = S;
+          }
         for (Value *V : G.Initializers)
           if (V->IntData)
             for (int64_t &X : *V->IntData)
