@@ -406,8 +406,12 @@ public:
   /// string each cost a million-node graph 64 MB a load.
   InternedString OpType;
   InternedString Domain;
-  llvm::SmallVector<Value *, 4> Inputs; ///< nullptr: omitted optional input
-  llvm::SmallVector<Value *, 2> Outputs;
+  /// nullptr: an omitted optional input. In place up to three inputs
+  /// (Conv, Gemm, LayerNormalization with their bias) and one output, a
+  /// list on the heap past them (BatchNormalization, Split, LSTM): each
+  /// inline slot cost a million-node graph 8 MB.
+  llvm::SmallVector<Value *, 3> Inputs;
+  llvm::SmallVector<Value *, 1> Outputs;
   std::vector<Attribute> Attrs;
   Graph *Parent = nullptr;
   unsigned Index = 0; ///< position in the parent's topological order

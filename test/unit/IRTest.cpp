@@ -36,6 +36,32 @@ TEST(Shape, HugeDimsDoNotWrapAround) {
   EXPECT_DOUBLE_EQ(*S.numElements(), std::ldexp(1.0, 128));
 }
 
+TEST(ValueShape, EqualShapesShareOneCopy) {
+  Shape A{{Dim::known(2), Dim::symbolic("batch")}};
+  Shape B{{Dim::known(2), Dim::symbolic("batch")}};
+  Shape C{{Dim::known(2), Dim::symbolic("seq")}};
+  Shape D{{Dim::known(2)}};
+  EXPECT_EQ(internShape(A), internShape(B));
+  EXPECT_NE(internShape(A), internShape(C));
+  EXPECT_NE(internShape(A), internShape(D));
+  EXPECT_NE(internShape(Shape{}), internShape(D)); // a scalar is rank 0, not unknown
+  Value V, W;
+  EXPECT_FALSE(V.Shp); // unknown rank
+  V.Shp = A;
+  W.Shp = std::optional<Shape>(B);
+  EXPECT_TRUE(V.Shp == W.Shp);
+  EXPECT_EQ(V.Shp->str(), "[2,batch]");
+  // A change builds a new shape: W's stays.
+  Shape E = *V.Shp;
+  E.Dims[0] = Dim::known(3);
+  V.Shp = E;
+  EXPECT_EQ(V.Shp->str(), "[3,batch]");
+  EXPECT_EQ(W.Shp->str(), "[2,batch]");
+  V.Shp.reset();
+  EXPECT_FALSE(V.Shp.has_value());
+  EXPECT_EQ(std::optional<Shape>(V.Shp), std::nullopt);
+}
+
 TEST(Value, BytesFollowElementType) {
   Value V;
   V.Elem = DType::BFloat16;
