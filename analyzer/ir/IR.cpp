@@ -161,6 +161,25 @@ std::string Node::qualifiedOpType() const {
   return Domain.empty() ? OpType.str() : (Domain.ref() + "." + OpType.ref()).str();
 }
 
+NodeArena::~NodeArena() {
+  for (size_t C = 0; C < Chunks.size(); ++C) {
+    auto [P, N] = Chunks[C];
+    size_t Live = C + 1 == Chunks.size() ? Used : N;
+    for (size_t I = 0; I < Live; ++I)
+      P[I].~Node();
+    std::allocator<Node>().deallocate(P, N);
+  }
+}
+
+Node *NodeArena::create() {
+  if (Chunks.empty() || Used == Chunks.back().second) {
+    size_t N = Chunks.empty() ? 4 : std::min<size_t>(2 * Chunks.back().second, 1024);
+    Chunks.emplace_back(std::allocator<Node>().allocate(N), N);
+    Used = 0;
+  }
+  return new (Chunks.back().first + Used++) Node();
+}
+
 llvm::StringRef NameArena::save(llvm::StringRef S) {
   if (S.empty())
     return {};

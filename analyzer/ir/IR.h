@@ -541,6 +541,23 @@ private:
   size_t Left = 0;
 };
 
+/// A graph's nodes' storage, in chunks of up to 1024 (a heap block a node
+/// was a million allocations and their headers on a 1M-node import). The
+/// nodes live, at stable addresses, until the arena is destroyed.
+class NodeArena {
+public:
+  NodeArena() = default;
+  NodeArena(const NodeArena &) = delete;
+  NodeArena &operator=(const NodeArena &) = delete;
+  ~NodeArena();
+  /// A new, default node.
+  Node *create();
+
+private:
+  std::vector<std::pair<Node *, size_t>> Chunks; ///< (first, capacity)
+  size_t Used = 0;                               ///< of the last chunk
+};
+
 /// A graph: the model's main graph, a subgraph or a function body.
 class Graph {
 public:
@@ -548,7 +565,8 @@ public:
   Graph *Parent = nullptr; ///< enclosing graph for subgraphs
   Node *ParentNode = nullptr;
   ValueList Values;
-  std::vector<std::unique_ptr<Node>> Nodes; ///< topological order
+  /// Topological order; the nodes are the graph's own (newNode).
+  std::vector<Node *> Nodes;
   llvm::SmallVector<Value *, 4> Inputs;
   llvm::SmallVector<Value *, 4> Outputs;
   llvm::SmallVector<Value *, 8> Initializers;
@@ -561,6 +579,8 @@ public:
   Value *lookupLocal(llvm::StringRef N) const;
   /// Whether V is one of this graph's values (then Values[V->Id] is V).
   bool owns(const Value *V) const { return V->Id < Values.size() && Values[V->Id] == V; }
+  /// A new node the graph owns (the caller places it in Nodes).
+  Node *newNode() { return NodeStore.create(); }
   /// The copy of S that the graph keeps (value names point into it).
   llvm::StringRef saveName(llvm::StringRef S) { return Names.save(S); }
   /// Adds a value named N (callers check the name is new; an existing value
@@ -600,6 +620,7 @@ public:
 private:
   NameArena Names;
   NameIndex ByName;
+  NodeArena NodeStore;
 };
 
 /// A T for each value one graph's nodes read: by Value::Id for the graph's

@@ -502,7 +502,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
         G.prefetchName(Name);
     }
     const wire::Node &NP = Ring[I % Ring.size()];
-    auto N = std::make_unique<Node>();
+    Node *N = G.newNode();
     N->OpType = intern(NP.OpType);
     N->Domain = intern(normalizeDomain(NP.Domain));
     // Unnamed nodes: "<OpType>_<index>" in the main graph (and function
@@ -543,7 +543,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                            "'{2}'",
                            Out, By, N->Name));
       }
-      V->Producer = N.get();
+      V->Producer = N;
       N->Outputs.push_back(V);
     }
     // Inputs defined above in this graph are looked up now, while their
@@ -683,7 +683,7 @@ Error Importer::sortTopologically(Graph &G) {
   for (size_t I = 0; I < N; ++I)
     if (!InDegree[I])
       Ready.push(I);
-  std::vector<std::unique_ptr<Node>> Order;
+  std::vector<Node *> Order;
   Order.reserve(N);
   while (!Ready.empty()) {
     unsigned I = Ready.top();

@@ -1306,9 +1306,9 @@ void gradientOp(const CostContext &C, RuleCost &Out) {
   }
   std::vector<const Node *> Before;
   for (const auto &P : G->Nodes) {
-    if (P.get() == &C.N)
+    if (P == &C.N)
       break;
-    Before.push_back(P.get());
+    Before.push_back(P);
     if (llvm::any_of(P->Inputs, [&](const Value *V) { return V && Down.count(V); }))
       for (const Value *V : P->Outputs)
         if (V)

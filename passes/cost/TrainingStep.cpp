@@ -394,7 +394,7 @@ void selectiveRecompute(const Model &M, const CostResult &C, std::optional<doubl
                          [&](const Value *V, long, long) { Act[V] = 1; });
   llvm::DenseSet<const Node *> Recomputed;
   for (const auto &N : G.Nodes) {
-    if (Recomputed.contains(N.get()) || !isActivationProduct(*N, Act))
+    if (Recomputed.contains(N) || !isActivationProduct(*N, Act))
       continue;
     std::vector<const Node *> Region = attentionCore<T>(G, *N, Act, ByIndex, Sum.Undecided);
     if (!Sum.Undecided.empty())

@@ -108,7 +108,7 @@ void symbolicPeak(const Graph &G, const std::vector<sym::Count> &Delta,
   for (size_t I = 1; I < Cands.size(); ++I)
     F.ActivationPeakBytes = sym::max(F.ActivationPeakBytes, F.LiveBytes[Cands[I]]);
   for (size_t C : Cands)
-    F.PeakCandidates.push_back(G.Nodes[C].get());
+    F.PeakCandidates.push_back(G.Nodes[C]);
 }
 
 } // namespace
@@ -246,7 +246,7 @@ llvm::Expected<InferenceMemoryResult> InferenceMemoryAnalysis::run(Model &M,
     R.LiveBytes[size_t(P)] = Live;
     if (Live > R.ActivationPeakBytes || !R.PeakNode) {
       R.ActivationPeakBytes = Live;
-      R.PeakNode = G.Nodes[size_t(P)].get();
+      R.PeakNode = G.Nodes[size_t(P)];
     }
   }
   return R;

@@ -341,7 +341,7 @@ void Planner::sumPositions() {
     CkAff[Full.Cuts[K]] += bytesOf(Full.CutValues[K]);
   for (size_t P = 0; P < N; ++P) {
     Position &X = Pos[P];
-    X.N = G.Nodes[P].get();
+    X.N = G.Nodes[P];
     Cut[P] = CkAff[P].at(1) > 0;
     X.Type = Cfg.ComputeDType.value_or(DType::Float);
     for (const Value *V : X.N->Outputs)
