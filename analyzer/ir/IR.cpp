@@ -98,15 +98,11 @@ static const llvm::StringMapEntry<std::nullopt_t> *internEntry(llvm::StringRef S
   return &*Pool.insert(S).first;
 }
 
-namespace {
-/// Hashes and compares shapes by their dims' words.
-struct ShapeKeyInfo {
-  static unsigned hash(llvm::ArrayRef<Dim> D) {
-    return unsigned(llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
-        reinterpret_cast<const uint8_t *>(D.data()), D.size() * sizeof(Dim))));
-  }
-};
-} // namespace
+/// A hash of dims' words (equal dims are equal words).
+static unsigned hashDims(llvm::ArrayRef<Dim> D) {
+  return unsigned(llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(D.data()), D.size() * sizeof(Dim))));
+}
 
 const Shape *ridge::internShape(const Shape &S) {
   static std::mutex Lock;
@@ -114,7 +110,7 @@ const Shape *ridge::internShape(const Shape &S) {
   // with it (collisions compared dim by dim).
   static std::deque<Shape> Pool;
   static llvm::DenseMap<unsigned, llvm::TinyPtrVector<const Shape *>> Index;
-  unsigned H = ShapeKeyInfo::hash(S.Dims);
+  unsigned H = hashDims(S.Dims);
   if (H >= ~1u) // DenseMap's reserved keys
     H = 0;
   std::lock_guard<std::mutex> Hold(Lock);

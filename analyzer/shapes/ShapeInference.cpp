@@ -105,10 +105,9 @@ void Inferencer::inferBody(Graph &Body, ArrayRef<std::pair<Value *, Value *>> Ca
   }
   for (size_t K = 0; K < Carried.size(); ++K) {
     Value *In = Carried[K].first;
-    // The declared type, if any, stays; else the generalized one.
-    if (!In->Shp && General[K])
-      In->Shp = General[K];
-    else if (In->Shp && General[K] && In->Shp->rank() == General[K]->rank())
+    // The generalized type, unless the declared one has another rank (it
+    // then stays).
+    if (General[K] && (!In->Shp || In->Shp->rank() == General[K]->rank()))
       In->Shp = General[K];
   }
   inferGraph(Body);
