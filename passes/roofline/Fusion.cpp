@@ -45,21 +45,28 @@ private:
   llvm::DenseMap<const Node *, size_t> OtherRow;
 };
 
+/// No input joined (JoinedInput's value when a node's group is its own).
+constexpr uint16_t NoInput = UINT16_MAX;
+
 /// Unions each element-wise, normalization or view node into its producer's
 /// group (one producer edge per op: a chain, as loop fusion builds). Group[i]
-/// is node i's group id; Interior[i] the tensor that joined it (written by
-/// one member, read only by another), if any.
+/// is node i's group id (its first member's index); JoinedInput[i] the
+/// operand through which node i joined when that tensor is interior to the
+/// group (written by one member, read only by another), else NoInput.
 void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<uint32_t> &Group,
-                 std::vector<const Value *> &Interior) {
+                 std::vector<uint16_t> &JoinedInput) {
   Group.resize(C.Nodes.size());
   for (size_t I = 0; I < Group.size(); ++I)
     Group[I] = uint32_t(I);
-  Interior.assign(C.Nodes.size(), nullptr);
+  JoinedInput.assign(C.Nodes.size(), NoInput);
   for (size_t I = 0; I < C.Nodes.size(); ++I) {
     const NodeCost &NC = C.Nodes[I];
     if (!NC.Modeled || !joinsProducer(*NC.N))
       continue;
-    for (const Value *In : NC.N->Inputs) {
+    // (An operand past the 65,535th does not join: its index is not kept.)
+    size_t NIn = std::min<size_t>(NC.N->Inputs.size(), NoInput);
+    for (size_t Op = 0; Op < NIn; ++Op) {
+      const Value *In = NC.N->Inputs[Op];
       if (!In || !In->Producer || In->IsGraphOutput || In->Users.size() != 1 ||
           In->Producer->Parent != NC.N->Parent)
         continue;
@@ -74,58 +81,63 @@ void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<uint32_t
       // A view aliases its input and reads nothing: the tensor is saved only
       // when a real consumer of the view's output joins the group too.
       if (opClass(*findOpRule(NC.N->Domain, NC.N->OpType)) != OpClass::View)
-        Interior[I] = In;
+        JoinedInput[I] = uint16_t(Op);
       break;
     }
   }
 }
 
-/// The groups in program order (a group's id is its first member's index:
-/// numbering ids as they first appear is program order): Slot[id] its
-/// place in that order, First and Size its first member and member count.
-struct GroupOrder {
-  std::vector<uint32_t> Slot, First, Size;
-};
-
-GroupOrder orderGroups(const std::vector<uint32_t> &Group) {
-  GroupOrder O;
-  O.Slot.assign(Group.size(), UINT32_MAX);
+/// Renumbers Group's ids (first members' indices) as slots in program order
+/// (numbering ids as they first appear is program order), in place: a
+/// group's id is its first member's index, rewritten before any later
+/// member reads it. Returns each slot's member count.
+std::vector<uint32_t> slotGroups(std::vector<uint32_t> &Group) {
+  std::vector<uint32_t> Size;
   for (size_t I = 0; I < Group.size(); ++I) {
-    uint32_t &S = O.Slot[Group[I]];
-    if (S == UINT32_MAX) {
-      S = uint32_t(O.First.size());
-      O.First.push_back(uint32_t(I));
-      O.Size.push_back(0);
+    if (Group[I] == I) { // a group's first member
+      Group[I] = uint32_t(Size.size());
+      Size.push_back(0);
+    } else {
+      Group[I] = Group[Group[I]];
     }
-    ++O.Size[S];
+    ++Size[Group[I]];
   }
-  return O;
+  return Size;
 }
 
-/// Adds NC's costs to G (the caller places NC's index among G's members).
-void join(FusionGroup &G, const NodeCost &NC) {
+/// One group's working amounts while it is placed (fused bytes, saved bytes,
+/// times on the device, all of one instance).
+struct GroupWork {
+  PhaseCost Fwd, Bwd;
+  double Multiplier = 1;
+  bool NeedsBackward = false;
+  double SavedBytes = 0;
+  double FwdSeconds = 0, BwdSeconds = 0;
+};
+
+/// Adds NC's costs to G.
+void join(GroupWork &G, const NodeCost &NC) {
   G.Multiplier = NC.Multiplier;
   G.Fwd += NC.Fwd;
   G.Bwd += NC.Bwd;
   G.NeedsBackward |= NC.NeedsBackward;
 }
 
-/// A group's bytes without its interior tensors (and their gradients), its
-/// saved bytes, and its times on the device.
 /// What a fused group issues: its products' kernels, else one a phase that
 /// runs; and its device time in memory-bound kernels.
 struct GroupLaunch {
   double Launches = 0, MemoryBoundSeconds = 0;
 };
 
-GroupLaunch fuseGroup(FusionGroup &G, llvm::ArrayRef<uint32_t> Members,
-                 const std::vector<const Value *> &Interior, const CostResult &C,
-                 const RooflineResult &RL, const Config &Cfg) {
+/// A group's bytes without its interior tensors (and their gradients), its
+/// saved bytes, and its times on the device.
+GroupLaunch fuseGroup(GroupWork &G, llvm::ArrayRef<uint32_t> Members,
+                      const std::vector<uint16_t> &JoinedInput, const CostResult &C,
+                      const RooflineResult &RL, const Config &Cfg) {
   for (size_t I : Members) { // in order: as the group's tensors joined
-    const Value *V = Interior[I];
-    if (!V)
+    if (JoinedInput[I] == NoInput)
       continue;
-    double B = valueBytes(V, floatBytes(Cfg));
+    double B = valueBytes(C.Nodes[I].N->Inputs[JoinedInput[I]], floatBytes(Cfg));
     G.Fwd.Bytes -= 2 * B;
     if (G.NeedsBackward)
       G.Bwd.Bytes -= 2 * B; // its gradient is written and read inside too
@@ -166,6 +178,24 @@ GroupLaunch fuseGroup(FusionGroup &G, llvm::ArrayRef<uint32_t> Members,
           (FwdMemory ? G.FwdSeconds : 0) + (BwdMemory ? G.BwdSeconds : 0)};
 }
 
+/// Every slot's members in one array, slot by slot in program order (each
+/// slot's in node order); Begin[s] where slot s's start.
+std::vector<uint32_t> membersBySlot(const std::vector<uint32_t> &Slot,
+                                    const std::vector<uint32_t> &Size,
+                                    std::vector<uint32_t> &Begin) {
+  Begin.resize(Size.size());
+  uint32_t At = 0;
+  for (size_t S = 0; S < Size.size(); ++S) {
+    Begin[S] = At;
+    At += Size[S];
+  }
+  std::vector<uint32_t> Members(At);
+  std::vector<uint32_t> Next = Begin;
+  for (size_t I = 0; I < Slot.size(); ++I)
+    Members[Next[Slot[I]]++] = uint32_t(I);
+  return Members;
+}
+
 } // namespace
 
 llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
@@ -177,49 +207,40 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     return RL.takeError();
   const Config &Cfg = AM.config();
   FusionResult R;
-  RowIndex Rows(*M.Main, *C);
-  std::vector<uint32_t> Group;
-  std::vector<const Value *> Interior;
-  unionChains(*C, Rows, Group, Interior);
-  // Only groups of two or more are kept (a single op's group is made in
-  // turn, in one reused record): a million-node graph's groups held at once
-  // were its largest allocation after the IR.
-  GroupOrder O = orderGroups(Group);
-  size_t NSlots = O.First.size();
-  std::vector<uint32_t> Kept(NSlots, UINT32_MAX);
-  // (Reserved: grown by doubling, the groups' array was briefly held twice.)
-  R.Groups.reserve(llvm::count_if(O.Size, [](uint32_t N) { return N > 1; }));
-  uint32_t Placed = 0;
-  for (size_t S = 0; S < NSlots; ++S)
-    if (O.Size[S] > 1) {
-      Kept[S] = uint32_t(R.Groups.size());
-      FusionGroup &G = R.Groups.emplace_back();
-      G.Begin = Placed;
-      Placed += O.Size[S];
-    }
-  R.Members.resize(Placed);
-  for (size_t I = 0; I < C->Nodes.size(); ++I)
-    if (uint32_t K = Kept[O.Slot[Group[I]]]; K != UINT32_MAX) {
-      FusionGroup &G = R.Groups[K];
-      R.Members[G.Begin + G.Count++] = uint32_t(I);
+  std::vector<uint32_t> Slot;
+  std::vector<uint16_t> JoinedInput;
+  unionChains(*C, RowIndex(*M.Main, *C), Slot, JoinedInput);
+  std::vector<uint32_t> Size = slotGroups(Slot);
+  // Every slot's members, then each slot placed in turn in one reused
+  // record; only groups of two or more are kept (a million-node graph's
+  // groups held whole, with their times, were its largest allocation after
+  // the IR).
+  std::vector<uint32_t> Begin;
+  std::vector<uint32_t> All = membersBySlot(Slot, Size, Begin);
+  size_t Kept = llvm::count_if(Size, [](uint32_t N) { return N > 1; });
+  R.Groups.reserve(Kept);
+  R.Members.reserve(All.size() - (Size.size() - Kept));
+  for (size_t S = 0; S < Size.size(); ++S) {
+    llvm::ArrayRef<uint32_t> Members = llvm::ArrayRef<uint32_t>(All).slice(Begin[S], Size[S]);
+    GroupWork G;
+    for (uint32_t I : Members)
       join(G, C->Nodes[I]);
+    GroupLaunch L = fuseGroup(G, Members, JoinedInput, *C, *RL, Cfg);
+    R.LaunchesAfter += L.Launches * G.Multiplier;
+    R.MemoryBoundSecondsAfter += L.MemoryBoundSeconds * G.Multiplier;
+    R.BytesAfter += (G.Fwd.Bytes + G.Bwd.Bytes) * G.Multiplier;
+    R.StepSecondsAfter += (G.FwdSeconds + G.BwdSeconds) * G.Multiplier;
+    R.FusedOps += Members.size() - 1;
+    if (Members.size() > 1) {
+      FusionGroup &Out = R.Groups.emplace_back();
+      Out.Begin = uint32_t(R.Members.size());
+      Out.Count = uint32_t(Members.size());
+      Out.NeedsBackward = G.NeedsBackward;
+      Out.FwdBytes = G.Fwd.Bytes;
+      Out.BwdBytes = G.Bwd.Bytes;
+      Out.SavedBytes = G.SavedBytes;
+      R.Members.insert(R.Members.end(), Members.begin(), Members.end());
     }
-  for (size_t S = 0; S < NSlots; ++S) {
-    FusionGroup One;
-    uint32_t Single = O.First[S];
-    FusionGroup *G = Kept[S] != UINT32_MAX ? &R.Groups[Kept[S]] : &One;
-    llvm::ArrayRef<uint32_t> Members = G == &One ? llvm::ArrayRef<uint32_t>(Single)
-                                                 : R.members(*G);
-    if (G == &One) {
-      One.Count = 1;
-      join(One, C->Nodes[Single]);
-    }
-    GroupLaunch L = fuseGroup(*G, Members, Interior, *C, *RL, Cfg);
-    R.LaunchesAfter += L.Launches * G->Multiplier;
-    R.MemoryBoundSecondsAfter += L.MemoryBoundSeconds * G->Multiplier;
-    R.BytesAfter += (G->Fwd.Bytes + G->Bwd.Bytes) * G->Multiplier;
-    R.StepSecondsAfter += (G->FwdSeconds + G->BwdSeconds) * G->Multiplier;
-    R.FusedOps += G->Count - 1;
   }
   for (const NodeCost &NC : C->Nodes)
     R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.Multiplier;
@@ -243,9 +264,9 @@ llvm::Error PrintFusionPass::run(Model &M, AnalysisManager &AM) {
     OS << "fusion group:";
     for (size_t I : F->members(G))
       OS << ' ' << C->Nodes[I].N->Name;
-    OS << " fwd_bytes=" << exactNumber(G.Fwd.Bytes);
+    OS << " fwd_bytes=" << exactNumber(G.FwdBytes);
     if (G.NeedsBackward)
-      OS << " bwd_bytes=" << exactNumber(G.Bwd.Bytes);
+      OS << " bwd_bytes=" << exactNumber(G.BwdBytes);
     OS << " saved_bytes=" << exactNumber(G.SavedBytes) << '\n';
   }
   OS << llvm::formatv("fusion: {0} groups, {1} ops fused; bytes {2} -> {3}; step "

@@ -17,19 +17,17 @@
 
 namespace ridge {
 
+/// A fused group of two or more ops, as print<fusion> lists it (the
+/// working amounts and times of each group live only while it is placed:
+/// a million-node graph has 300k groups).
 struct FusionGroup {
   /// Its members: FusionResult::Members[Begin, Begin + Count), indices into
   /// CostResult::Nodes in order (one array for every group: 30k groups'
   /// lists of their own were 30k allocations).
   uint32_t Begin = 0, Count = 0;
-  PhaseCost Fwd, Bwd;            ///< fused amounts (multiplier applied)
-  double Multiplier = 1;
   bool NeedsBackward = false;
-  double SavedBytes = 0; ///< intermediate bytes no longer moved
-  /// The fused kernels' times on the device (only the seconds are kept: a
-  /// 100k-node graph has 30k groups, and two whole PhaseTimes were half of
-  /// a group's bytes).
-  double FwdSeconds = 0, BwdSeconds = 0;
+  double FwdBytes = 0, BwdBytes = 0; ///< fused bytes of one instance
+  double SavedBytes = 0;             ///< intermediate bytes no longer moved
 };
 
 struct FusionResult {
