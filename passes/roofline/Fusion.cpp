@@ -90,7 +90,9 @@ void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<uint32_t
 /// Renumbers Group's ids (first members' indices) as slots in program order
 /// (numbering ids as they first appear is program order), in place: a
 /// group's id is its first member's index, rewritten before any later
-/// member reads it. Returns each slot's member count.
+/// member reads it (a producer shares its consumer's graph, whose nodes the
+/// importer sorts topologically, so its row comes first). Returns each
+/// slot's member count.
 std::vector<uint32_t> slotGroups(std::vector<uint32_t> &Group) {
   std::vector<uint32_t> Size;
   for (size_t I = 0; I < Group.size(); ++I) {
