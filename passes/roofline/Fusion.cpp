@@ -218,12 +218,11 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
   // groups held whole, with their times, were its largest allocation after
   // the IR).
   std::vector<uint32_t> Begin;
-  std::vector<uint32_t> All = membersBySlot(Slot, Size, Begin);
-  size_t Kept = llvm::count_if(Size, [](uint32_t N) { return N > 1; });
-  R.Groups.reserve(Kept);
-  R.Members.reserve(All.size() - (Size.size() - Kept));
+  R.Members = membersBySlot(Slot, Size, Begin);
+  R.Groups.reserve(llvm::count_if(Size, [](uint32_t N) { return N > 1; }));
   for (size_t S = 0; S < Size.size(); ++S) {
-    llvm::ArrayRef<uint32_t> Members = llvm::ArrayRef<uint32_t>(All).slice(Begin[S], Size[S]);
+    llvm::ArrayRef<uint32_t> Members =
+        llvm::ArrayRef<uint32_t>(R.Members).slice(Begin[S], Size[S]);
     GroupWork G;
     for (uint32_t I : Members)
       join(G, C->Nodes[I]);
@@ -235,13 +234,12 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     R.FusedOps += Members.size() - 1;
     if (Members.size() > 1) {
       FusionGroup &Out = R.Groups.emplace_back();
-      Out.Begin = uint32_t(R.Members.size());
-      Out.Count = uint32_t(Members.size());
+      Out.Begin = Begin[S];
+      Out.Count = Size[S];
       Out.NeedsBackward = G.NeedsBackward;
       Out.FwdBytes = G.Fwd.Bytes;
       Out.BwdBytes = G.Bwd.Bytes;
       Out.SavedBytes = G.SavedBytes;
-      R.Members.insert(R.Members.end(), Members.begin(), Members.end());
     }
   }
   for (const NodeCost &NC : C->Nodes)

@@ -32,7 +32,9 @@ struct FusionGroup {
 
 struct FusionResult {
   std::vector<FusionGroup> Groups; ///< groups of two or more ops
-  std::vector<uint32_t> Members;   ///< every group's members, group by group
+  /// Every node's row, group by group in program order: a kept group's
+  /// members, or an op left alone (its own group, not listed in Groups).
+  std::vector<uint32_t> Members;
   llvm::ArrayRef<uint32_t> members(const FusionGroup &G) const {
     return llvm::ArrayRef<uint32_t>(Members).slice(G.Begin, G.Count);
   }
