@@ -99,24 +99,46 @@ double nodeSeconds(const CostResult &C, const RooflineResult &RL, const NodeCost
   return RL.nodeSeconds(C, *N);
 }
 
-/// The first Limit (0: all) of Items by Key, largest first, ties in their
-/// given order: what a stable sort and a cut give, with each key computed
-/// once and O(n log Limit) comparisons (a 100k-node report prints 50 rows).
-template <typename T, typename KeyFn>
-std::vector<T> topByKey(const std::vector<T> &Items, KeyFn Key, size_t Limit) {
-  std::vector<std::pair<double, uint32_t>> K(Items.size());
-  for (size_t I = 0; I < Items.size(); ++I) {
-    double X = Key(Items[I]);
-    K[I] = {std::isnan(X) ? -HUGE_VAL : X, uint32_t(I)};
-  }
-  size_t N = Limit && Limit < K.size() ? Limit : K.size();
-  std::partial_sort(K.begin(), K.begin() + N, K.end(), [](const auto &A, const auto &B) {
+/// The first Limit (0: all) of the nodes Keep accepts, by Key, largest
+/// first, ties in graph order: what a stable sort and a cut give, each key
+/// computed once. With a Limit (a text report prints 50 rows) a bounded heap
+/// holds only the Limit best seen so far: O(Limit) memory and O(n log Limit)
+/// comparisons, not a copy of every node's key (16 MB on a 1M-node graph).
+template <typename KeepFn, typename KeyFn>
+std::vector<const NodeCost *> topByKey(const std::vector<NodeCost> &Nodes, KeepFn Keep,
+                                       KeyFn Key, size_t Limit) {
+  using Entry = std::pair<double, uint32_t>;
+  // A before B in the report: larger key, then earlier in the graph.
+  auto Before = [](const Entry &A, const Entry &B) {
     return A.first > B.first || (A.first == B.first && A.second < B.second);
-  });
-  std::vector<T> Out;
-  Out.reserve(N);
-  for (size_t I = 0; I < N; ++I)
-    Out.push_back(Items[K[I].second]);
+  };
+  std::vector<Entry> K;
+  if (Limit)
+    K.reserve(std::min(Limit, Nodes.size()) + 1);
+  for (size_t I = 0; I < Nodes.size(); ++I) {
+    if (!Keep(Nodes[I]))
+      continue;
+    double X = Key(Nodes[I]);
+    Entry E{std::isnan(X) ? -HUGE_VAL : X, uint32_t(I)};
+    if (!Limit) {
+      K.push_back(E);
+      continue;
+    }
+    // K is a heap whose front is the last of the Limit best so far.
+    if (K.size() < Limit) {
+      K.push_back(E);
+      std::push_heap(K.begin(), K.end(), Before);
+    } else if (Before(E, K.front())) {
+      std::pop_heap(K.begin(), K.end(), Before);
+      K.back() = E;
+      std::push_heap(K.begin(), K.end(), Before);
+    }
+  }
+  std::sort(K.begin(), K.end(), Before);
+  std::vector<const NodeCost *> Out;
+  Out.reserve(K.size());
+  for (const Entry &E : K)
+    Out.push_back(&Nodes[E.second]);
   return Out;
 }
 
@@ -144,28 +166,33 @@ bool costsNothing(const NodeCost &NC) {
 /// (FoldFree) those that cost something.
 std::vector<const NodeCost *> sortedRows(const CostResult &C, const RooflineResult &RL,
                                          const Config &Cfg, bool FoldFree = false) {
-  std::vector<const NodeCost *> Rows;
-  Rows.reserve(C.Nodes.size());
-  for (const NodeCost &NC : C.Nodes)
-    if (!FoldFree || !costsNothing(NC))
-      Rows.push_back(&NC);
+  auto Keep = [FoldFree](const NodeCost &NC) { return !FoldFree || !costsNothing(NC); };
   size_t Limit = Cfg.Top && Cfg.Format == OutputFormat::Text ? Cfg.Top : 0;
+  if (Cfg.Sort == "bytes")
+    return topByKey(
+        C.Nodes, Keep, [](const NodeCost &N) { return (N.Fwd.Bytes + N.Bwd.Bytes) * N.Multiplier; },
+        Limit);
+  if (Cfg.Sort == "time")
+    return topByKey(C.Nodes, Keep, [&](const NodeCost &N) { return nodeSeconds(C, RL, &N); },
+                    Limit);
+  if (Cfg.Sort != "order" && Cfg.Sort != "name")
+    return topByKey(
+        C.Nodes, Keep, [](const NodeCost &N) { return (N.Fwd.Flops + N.Bwd.Flops) * N.Multiplier; },
+        Limit);
+  // Graph order stops at the Limit; name order sorts every kept row.
+  std::vector<const NodeCost *> Rows;
+  for (const NodeCost &NC : C.Nodes) {
+    if (Cfg.Sort == "order" && Limit && Rows.size() == Limit)
+      break;
+    if (Keep(NC))
+      Rows.push_back(&NC);
+  }
   if (Cfg.Sort == "name") {
     std::stable_sort(Rows.begin(), Rows.end(),
                      [](auto *A, auto *B) { return A->N->Name < B->N->Name; });
-  } else if (Cfg.Sort == "bytes") {
-    return topByKey(
-        Rows, [](const NodeCost *N) { return (N->Fwd.Bytes + N->Bwd.Bytes) * N->Multiplier; },
-        Limit);
-  } else if (Cfg.Sort == "time") {
-    return topByKey(Rows, [&](const NodeCost *N) { return nodeSeconds(C, RL, N); }, Limit);
-  } else if (Cfg.Sort != "order") {
-    return topByKey(
-        Rows, [](const NodeCost *N) { return (N->Fwd.Flops + N->Bwd.Flops) * N->Multiplier; },
-        Limit);
+    if (Limit && Rows.size() > Limit)
+      Rows.resize(Limit);
   }
-  if (Limit && Rows.size() > Limit)
-    Rows.resize(Limit);
   return Rows;
 }
 
@@ -590,12 +617,9 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   // Top ops by time, and the op types a higher-intensity implementation
   // (fusion, another partitioning) would speed up most: the time a
   // memory-bound phase spends above its compute time.
-  std::vector<const NodeCost *> All;
-  All.reserve(C.Nodes.size());
-  for (const NodeCost &NC : C.Nodes)
-    All.push_back(&NC);
   std::vector<const NodeCost *> ByTime =
-      topByKey(All, [&](const NodeCost *N) { return nodeSeconds(C, RL, N); }, 5);
+      topByKey(C.Nodes, [](const NodeCost &) { return true; },
+               [&](const NodeCost &N) { return nodeSeconds(C, RL, &N); }, 5);
   OS << "top ops by time:";
   for (size_t I = 0; I < std::min<size_t>(5, ByTime.size()); ++I) {
     const NodeCost *NC = ByTime[I];
