@@ -496,9 +496,9 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
     } else { // a weight whose shape holds a symbol: the node's bytes become a formula
       PhaseCount Fwd = countsOf(NC.Fwd);
       Fwd.Bytes += Change;
-      NC.Sym.emplace(SymbolicCost{Fwd, countsOf(NC.Bwd), NC.SavedBytes});
+      NC.Sym.emplace(SymbolicCost{Fwd, countsOf(NC.Bwd), NC.savedBytes()});
       NC.Fwd = NC.Bwd = PhaseCost();
-      NC.SavedBytes = 0;
+      NC.setSavedBytes(0);
     }
   }
   NC.IntegerMath |= WeightQuantized && ActivationQuantized;
@@ -509,7 +509,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     FirstTrainingOp = &N;
   NodeCost NC;
   NC.N = &N;
-  NC.Multiplier = Multiplier;
+  NC.setMultiplier(Multiplier);
   CostContext C{N, {}, FloatBytes, Cfg.Inference, Cfg.SymbolicCosts};
   for (unsigned I = 0; I < N.Inputs.size(); ++I)
     C.InputNeedsGrad.push_back(N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) &&
@@ -530,15 +530,15 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
 
   const OpRule *Rule = findOpRule(N.Domain, N.OpType);
   if (!Rule) {
-    NC.Unmodeled = "no cost rule";
+    NC.setUnmodeled("no cost rule");
     if (const Function *F = M.findFunction(N.Domain, N.OpType))
-      NC.Unmodeled = "call of model-local function " + F->Domain + "." + F->Name +
-                     " (not inlined)";
+      NC.setUnmodeled("call of model-local function " + F->Domain + "." + F->Name +
+                      " (not inlined)");
   } else {
     applyRule(*Rule, C, NC);
   }
   if (N.OpType == "SequenceMap" && N.Domain.empty())
-    NC.Unmodeled = "sequence length unknown statically: body counted once";
+    NC.setUnmodeled("sequence length unknown statically: body counted once");
   if ((N.OpType == "Loop" || N.OpType == "Scan") && N.Domain.empty()) {
     bool Known = false;
     tripCount(N, Known);
@@ -550,12 +550,12 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
           Bind += (Bind.empty() ? "bind --dim " : " --dim ") + S + "=N";
       if (Bind.empty())
         Bind = "pass --trip-count N";
-      NC.Unmodeled = N.OpType == "Loop"
-                         ? "trip count unknown: body counted once (" + Bind + ")"
-                         : "scan length unknown: body counted once";
+      NC.setUnmodeled(N.OpType == "Loop"
+                          ? "trip count unknown: body counted once (" + Bind + ")"
+                          : "scan length unknown: body counted once");
     }
   }
-  NC.Modeled = NC.Unmodeled.empty();
+  NC.Modeled = NC.unmodeled().empty();
   if (NC.Modeled)
     NC.IntegerMath = integerMath(N);
   if (NC.Modeled && Cfg.Inference)
@@ -595,15 +595,15 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     }
   } else {
     ++R.UnmodeledNodes;
-    ++Unmodeled[N.qualifiedOpType() + " (" + NC.Unmodeled.str() + ")"];
+    ++Unmodeled[N.qualifiedOpType() + " (" + NC.unmodeled().str() + ")"];
     for (const Value *V : N.Outputs)
       if (V)
         R.UnmodeledFlopsEstimate += V->numElements().value_or(0) * Multiplier;
     // An op that cannot be costed contributes nothing it could be wrong
     // about: its partial numbers are dropped, not summed.
     NC.Fwd = NC.Bwd = PhaseCost();
-    NC.Saved.clear();
-    NC.SavedBytes = 0;
+    NC.clearSaved();
+    NC.setSavedBytes(0);
     NC.Sym.reset();
   }
   R.Nodes.push_back(std::move(NC));
@@ -611,7 +611,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
 
 void CostWalker::multiplyBySymbolicTrips(NodeCost &NC) {
   SymbolicCost S = NC.Sym ? *NC.Sym
-                          : SymbolicCost{countsOf(NC.Fwd), countsOf(NC.Bwd), NC.SavedBytes};
+                          : SymbolicCost{countsOf(NC.Fwd), countsOf(NC.Bwd), NC.savedBytes()};
   auto Scale = [&](PhaseCount &P) {
     P.Flops = P.Flops * SymTrips;
     P.Macs = P.Macs * SymTrips;
@@ -629,9 +629,9 @@ void CostWalker::multiplyBySymbolicTrips(NodeCost &NC) {
     if (R.isActivation(V) && SymSaved.insert(V).second)
       Saved += valueCount(V, FloatBytes);
   S.setSavedBytes(Saved * SymTrips);
-  NC.Saved.clear();
+  NC.clearSaved();
   NC.Fwd = NC.Bwd = PhaseCost();
-  NC.SavedBytes = 0;
+  NC.setSavedBytes(0);
   NC.Sym.emplace(std::move(S));
 }
 
@@ -653,7 +653,7 @@ struct DistinctSaved {
             Values.push_back(V);
             X = 0;
           }
-          X = std::max(X, NC.Multiplier);
+          X = std::max(X, NC.multiplier());
         }
   }
 };
@@ -664,7 +664,7 @@ double savedActivationBytes(const CostResult &R, const DistinctSaved &D,
                             std::optional<double> FloatBytes) {
   double Sum = 0;
   for (const NodeCost &NC : R.Nodes)
-    Sum += NC.SavedBytes * NC.Multiplier;
+    Sum += NC.savedBytes() * NC.multiplier();
   for (const Value *V : D.Values)
     Sum += valueBytes(V, FloatBytes) * D.Mult.lookup(V);
   return Sum;
@@ -681,7 +681,7 @@ void CostWalker::finish() {
     S = R.SavedActivationBytes;
     for (const NodeCost &NC : R.Nodes)
       if (NC.Sym)
-        S += NC.Sym->savedBytes() * NC.Multiplier;
+        S += NC.Sym->savedBytes() * NC.multiplier();
     for (const Value *V : Distinct.Values)
       if (!V->numElements())
         S += valueCount(V, FloatBytes) * Distinct.Mult[V];
@@ -750,17 +750,19 @@ llvm::Error ridge::bindCosts(CostResult &C, const Model &M, const sym::Binding &
         return E;
       if (llvm::Error E = Phase(NC, NC.Sym->bwd(), NC.Bwd))
         return E;
-      if (llvm::Error E = At(NC, NC.Sym->savedBytes(), NC.SavedBytes))
+      double Saved = 0;
+      if (llvm::Error E = At(NC, NC.Sym->savedBytes(), Saved))
         return E;
+      NC.setSavedBytes(Saved);
       NC.Sym.reset();
     }
     if (NC.Modeled) {
-      C.Fwd += NC.Fwd * NC.Multiplier;
-      C.Bwd += NC.Bwd * NC.Multiplier;
+      C.Fwd += NC.Fwd * NC.multiplier();
+      C.Bwd += NC.Bwd * NC.multiplier();
     } else {
       for (const Value *V : NC.N->Outputs)
         if (V)
-          C.UnmodeledFlopsEstimate += V->numElements().value_or(0) * NC.Multiplier;
+          C.UnmodeledFlopsEstimate += V->numElements().value_or(0) * NC.multiplier();
     }
   }
   C.SavedActivationBytes = savedActivationBytes(C, DistinctSaved(M, C), FloatBytes);

@@ -131,37 +131,14 @@ private:
   Boxed<std::string> P;
 };
 
-/// Which of a node's operands (its inputs, then its outputs) a backward
-/// keeps: a bit each for the first 32 positions, a list past them (a Sum of
-/// 40 inputs). Four bytes where a list of pointers took 32: a million-node
-/// graph keeps one per node.
-class SavedOperands {
-public:
-  /// Keeps V, an input or output of N (its first position when it is at
-  /// several).
-  void add(const Node &N, const Value *V);
-  void clear() {
-    Bits = 0;
-    Far.reset();
-  }
-  bool empty() const { return Bits == 0 && !Far; }
-  /// The kept values of N, each once, in operand order.
-  llvm::SmallVector<const Value *, 4> values(const Node &N) const;
-
-private:
-  uint32_t Bits = 0;
-  Boxed<llvm::SmallVector<const Value *, 2>> Far;
-};
-
+/// One node's costs. 96 bytes: a million-node graph holds one per node at
+/// its peak. What few nodes have (extra saved bytes, a loop's multiplier, a
+/// reason for being unmodeled, saved operands past the 32nd) lives in one
+/// box, null for nearly every node; the saved operands are a bit per
+/// operand position (its inputs, then its outputs) for the first 32.
 struct NodeCost {
   const Node *N = nullptr;
   PhaseCost Fwd, Bwd;
-  double SavedBytes = 0;  ///< extra tensors kept for backward (masks, stats)
-  double Multiplier = 1;  ///< loop trip counts; 0 for an If branch not taken
-  /// Activations (node inputs/outputs) kept for backward; deduplicated
-  /// across nodes when totals are taken. See saved().
-  SavedOperands Saved;
-  UnmodeledReason Unmodeled; ///< why not, when !Modeled
   bool Modeled = false;
   bool NeedsBackward = false;
   /// Bit I: input I (I < 8) needs a gradient (which backward kernels run).
@@ -171,15 +148,65 @@ struct NodeCost {
   /// inference, a product of two dequantized int8 operands (a QDQ pair that
   /// a runtime fuses): timed at the device's int8 rate.
   bool IntegerMath = false;
+
+private:
+  uint32_t SavedBits = 0; ///< bit P: operand position P is kept
+
+public:
   /// Set when the counts are formulas (see SymbolicCost); null otherwise.
   Boxed<SymbolicCost> Sym;
+
+  /// Extra bytes kept for backward (masks, statistics), beyond the saved
+  /// operands.
+  double savedBytes() const { return R ? R->SavedBytes : 0; }
+  void setSavedBytes(double B) {
+    if (B != 0 || R)
+      rare().SavedBytes = B;
+  }
+  /// Loop trip counts; 0 for an If branch not taken.
+  double multiplier() const { return R ? R->Multiplier : 1; }
+  void setMultiplier(double M) {
+    if (M != 1 || R)
+      rare().Multiplier = M;
+  }
+  /// Why the node is not costed, when !Modeled ("" otherwise).
+  llvm::StringRef unmodeled() const { return R ? llvm::StringRef(R->Unmodeled) : ""; }
+  void setUnmodeled(std::string Why) {
+    if (!Why.empty() || R)
+      rare().Unmodeled = std::move(Why);
+  }
+
+  /// Keeps V, an input or output of N (its first position when it is at
+  /// several), for the backward; nothing when V is not an operand of N.
+  /// Activations are deduplicated across nodes when totals are taken.
+  void keepSaved(const Value *V);
+  void clearSaved() {
+    SavedBits = 0;
+    if (R)
+      R->FarSaved.clear();
+  }
+  /// The activations kept, each once, in operand order.
+  llvm::SmallVector<const Value *, 4> saved() const;
+
   /// A phase's counts: its formulas, or its numbers.
   PhaseCount fwdCounts() const { return Sym ? Sym->fwd() : countsOf(Fwd); }
   PhaseCount bwdCounts() const { return Sym ? Sym->bwd() : countsOf(Bwd); }
-  /// The extra saved bytes (SavedBytes): its formula, or its number.
-  sym::Count savedCounts() const { return Sym ? Sym->savedBytes() : sym::Count(SavedBytes); }
-  /// The activations Saved keeps.
-  llvm::SmallVector<const Value *, 4> saved() const { return Saved.values(*N); }
+  /// The extra saved bytes: its formula, or its number.
+  sym::Count savedCounts() const { return Sym ? Sym->savedBytes() : sym::Count(savedBytes()); }
+
+private:
+  struct Rare {
+    double SavedBytes = 0;
+    double Multiplier = 1;
+    std::string Unmodeled;
+    llvm::SmallVector<const Value *, 2> FarSaved; ///< positions past the 32nd
+  };
+  Boxed<Rare> R;
+  Rare &rare() {
+    if (!R)
+      R.emplace();
+    return *R;
+  }
 };
 
 /// Formula helpers, each with its formula; unit-tested.

@@ -72,7 +72,7 @@ Count ridge::valueCount(const Value *V, std::optional<double> FloatBytes) {
          (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
 }
 
-void SavedOperands::add(const Node &N, const Value *V) {
+void NodeCost::keepSaved(const Value *V) {
   size_t Pos = 0;
   auto Find = [&](llvm::ArrayRef<Value *> Operands) {
     for (const Value *O : Operands) {
@@ -82,30 +82,31 @@ void SavedOperands::add(const Node &N, const Value *V) {
     }
     return false;
   };
-  if (!V || !(Find(N.Inputs) || Find(N.Outputs)))
+  if (!V || !N || !(Find(N->Inputs) || Find(N->Outputs)))
     return; // not an operand of N: nothing of N's to keep
   if (Pos < 32) {
-    Bits |= uint32_t(1) << Pos;
+    SavedBits |= uint32_t(1) << Pos;
     return;
   }
-  if (!Far)
-    Far.emplace();
-  if (llvm::find(*Far, V) == Far->end())
-    Far->push_back(V);
+  llvm::SmallVector<const Value *, 2> &Far = rare().FarSaved;
+  if (llvm::find(Far, V) == Far.end())
+    Far.push_back(V);
 }
 
-llvm::SmallVector<const Value *, 4> SavedOperands::values(const Node &N) const {
+llvm::SmallVector<const Value *, 4> NodeCost::saved() const {
   llvm::SmallVector<const Value *, 4> Out;
+  if (!N)
+    return Out;
   size_t Pos = 0;
-  for (llvm::ArrayRef<Value *> Operands : {llvm::ArrayRef<Value *>(N.Inputs),
-                                           llvm::ArrayRef<Value *>(N.Outputs)})
+  for (llvm::ArrayRef<Value *> Operands : {llvm::ArrayRef<Value *>(N->Inputs),
+                                           llvm::ArrayRef<Value *>(N->Outputs)})
     for (const Value *V : Operands) {
-      if (Pos < 32 && (Bits >> Pos & 1))
+      if (Pos < 32 && (SavedBits >> Pos & 1))
         Out.push_back(V);
       ++Pos;
     }
-  if (Far)
-    Out.append(Far->begin(), Far->end());
+  if (R)
+    Out.append(R->FarSaved.begin(), R->FarSaved.end());
   return Out;
 }
 
@@ -126,7 +127,7 @@ std::optional<double> ridge::floatBytes(const Config &Cfg) {
 
 double ridge::nodeSavedBytes(const NodeCost &NC, const CostResult &C,
                              std::optional<double> FloatBytes) {
-  double B = NC.SavedBytes;
+  double B = NC.savedBytes();
   for (const Value *V : NC.saved())
     if (C.isActivation(V))
       B += valueBytes(V, FloatBytes);
@@ -1337,8 +1338,8 @@ void gradientOp(const CostContext &C, RuleCost &Out) {
     NodeCost NC;
     NC.N = P;
     applyRule(*Rule, PC, NC);
-    if (!NC.Unmodeled.empty()) {
-      Out.Unmodeled = "the backward of '" + P->Name.str() + "': " + NC.Unmodeled.str();
+    if (!NC.unmodeled().empty()) {
+      Out.Unmodeled = "the backward of '" + P->Name.str() + "': " + NC.unmodeled().str();
       return;
     }
     Out.Fwd += NC.bwdCounts();
@@ -1717,10 +1718,10 @@ void store(const Node &N, RuleCost &RC, const sym::CountScope &Scope, NodeCost &
     Unknown |= X->isUnknown();
   }
   for (const Value *V : RC.Saved)
-    Out.Saved.add(N, V);
+    Out.keepSaved(V);
   if (Unknown) {
-    Out.Unmodeled = "no exact formula until the symbols are bound: " +
-                    (Scope.failed() ? Scope.reason() : std::string("a count is unknown"));
+    Out.setUnmodeled("no exact formula until the symbols are bound: " +
+                     (Scope.failed() ? Scope.reason() : std::string("a count is unknown")));
     return;
   }
   if (Formula) {
@@ -1733,7 +1734,7 @@ void store(const Node &N, RuleCost &RC, const sym::CountScope &Scope, NodeCost &
   };
   Out.Fwd = Numbers(RC.Fwd);
   Out.Bwd = Numbers(RC.Bwd);
-  Out.SavedBytes = RC.SavedBytes.number();
+  Out.setSavedBytes(RC.SavedBytes.number());
 }
 
 } // namespace
@@ -1743,12 +1744,12 @@ void ridge::applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out) {
   RuleCost RC;
   sym::CountScope Scope;
   if (!ShapeFree && !requireShapes(C, RC)) {
-    Out.Unmodeled = RC.Unmodeled.str();
+    Out.setUnmodeled(RC.Unmodeled.str());
     return;
   }
   Rule.Fn(C, RC);
   if (!RC.Unmodeled.empty()) {
-    Out.Unmodeled = RC.Unmodeled.str();
+    Out.setUnmodeled(RC.Unmodeled.str());
     return;
   }
   store(C.N, RC, Scope, Out);

@@ -43,13 +43,13 @@ llvm::Error PrintCostPass::run(Model &M, AnalysisManager &AM) {
     OS << "cost \"" << NC.N->Name << "\" "
        << NC.N->qualifiedOpType() << ":";
     if (!NC.Modeled) {
-      OS << " unmodeled (" << NC.Unmodeled << ")\n";
+      OS << " unmodeled (" << NC.unmodeled() << ")\n";
       continue;
     }
     PhaseCount F = NC.fwdCounts(), B = NC.bwdCounts();
     printPhases(F, NC.NeedsBackward ? &B : nullptr, nodeSavedCount(NC, *R, FloatBytes), OS);
-    if (NC.Multiplier != 1)
-      OS << " x" << exactNumber(NC.Multiplier);
+    if (NC.multiplier() != 1)
+      OS << " x" << exactNumber(NC.multiplier());
     OS << "\n";
   }
   OS << "total:";

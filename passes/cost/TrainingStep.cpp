@@ -50,7 +50,7 @@ namespace {
 template <typename T> struct Amounts;
 template <> struct Amounts<double> {
   static const PhaseCost &fwd(const NodeCost &NC) { return NC.Fwd; }
-  static double saved(const NodeCost &NC) { return NC.SavedBytes; }
+  static double saved(const NodeCost &NC) { return NC.savedBytes(); }
   static double bytes(const Value *V, std::optional<double> FloatBytes) {
     return valueBytes(V, FloatBytes);
   }
@@ -109,10 +109,10 @@ T savedBytes(llvm::ArrayRef<const NodeCost *> Nodes, std::optional<double> Float
   T B = 0;
   for (const NodeCost *NC : Nodes) {
     if (!KeepsExtra || KeepsExtra(*NC))
-      B += Amounts<T>::saved(*NC) * NC->Multiplier;
+      B += Amounts<T>::saved(*NC) * NC->multiplier();
     for (const Value *V : NC->saved())
       if (!V->isInitializer() && !(Dropped && Dropped->contains(V)))
-        Distinct[V] = std::max(Distinct[V], NC->Multiplier);
+        Distinct[V] = std::max(Distinct[V], NC->multiplier());
   }
   for (const auto &[V, Mult] : Distinct)
     B += Amounts<T>::bytes(V, FloatBytes) * Mult;
@@ -259,7 +259,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
       ++CutIdx;
     }
     Segment.push_back(&NC);
-    SegmentFwd += A::fwd(NC) * NC.Multiplier;
+    SegmentFwd += A::fwd(NC) * NC.multiplier();
   }
   // The last segment is not replayed: its activations are still held when
   // the backward starts (Megatron's checkpointing does the same).
@@ -284,7 +284,7 @@ void cheapRecompute(const CostResult &C, std::optional<double> FloatBytes, Recom
     } else {
       R.KeptSaved[&NC - C.Nodes.data()] = false;
       R.Recomputed[&NC - C.Nodes.data()] = true;
-      Sum.replay(A::fwd(NC) * NC.Multiplier);
+      Sum.replay(A::fwd(NC) * NC.multiplier());
     }
   }
   Sum.ActivationBytes = savedBytes<T>(Kept, FloatBytes);
@@ -414,7 +414,7 @@ void selectiveRecompute(const Model &M, const CostResult &C, std::optional<doubl
           // their inputs from outside the region, filtered below).
           if (X != Region.front() && X != End)
             R.KeptSaved[I] = false;
-          Sum.replay(Amounts<T>::fwd(*NC) * NC->Multiplier);
+          Sum.replay(Amounts<T>::fwd(*NC) * NC->multiplier());
         }
       }
       if (X != End)

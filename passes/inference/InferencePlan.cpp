@@ -70,10 +70,10 @@ PassProfile profile(const Model &M, const CostResult &C, const RooflineResult &R
   for (size_t I = 0; I < C.Nodes.size(); ++I) {
     const NodeCost &NC = C.Nodes[I];
     size_t At = G.holderOf(NC.N)->Index;
-    P.Seconds[At] += RL.Nodes[I].Fwd.Seconds * NC.Multiplier;
-    P.Fwd[At] += NC.Fwd * NC.Multiplier;
+    P.Seconds[At] += RL.Nodes[I].Fwd.Seconds * NC.multiplier();
+    P.Fwd[At] += NC.Fwd * NC.multiplier();
     P.RoofSeconds[At] +=
-        placeOnDevice(NC.Fwd, *Cfg.Dev, RL.Nodes[I].Type, Cfg).Seconds * NC.Multiplier;
+        placeOnDevice(NC.Fwd, *Cfg.Dev, RL.Nodes[I].Type, Cfg).Seconds * NC.multiplier();
     P.Type[At] = RL.Nodes[I].Type;
   }
   llvm::DenseSet<const Value *> Seen;

@@ -114,23 +114,23 @@ llvm::Expected<ServingPass> runPass(Model &M, const Config &Cfg, DiagnosticEngin
     ServingPass::OpTime &O = ByOp[NC.N->qualifiedOpType()];
     O.Op = NC.N->qualifiedOpType();
     ++O.Count;
-    O.Seconds += T.Seconds * NC.Multiplier;
+    O.Seconds += T.Seconds * NC.multiplier();
     if (T.B == Bound::Memory)
-      O.MemoryBoundSeconds += T.Seconds * NC.Multiplier;
+      O.MemoryBoundSeconds += T.Seconds * NC.multiplier();
     bool ComputeBound = T.B == Bound::Compute || T.B == Bound::Transcendental;
     if (ComputeBound)
-      P.ComputeBoundSeconds += T.Seconds * NC.Multiplier;
+      P.ComputeBoundSeconds += T.Seconds * NC.multiplier();
     bool WeightOperand = llvm::any_of(NC.N->Inputs, [&](const Value *V) {
       return V && (V->isInitializer() || C->Constants.count(V));
     });
     if (NC.Fwd.Macs > 0 && WeightOperand) {
       if (ComputeBound)
-        P.WeightProductComputeSeconds += T.Seconds * NC.Multiplier;
+        P.WeightProductComputeSeconds += T.Seconds * NC.multiplier();
       else if (T.B == Bound::Memory)
-        P.WeightProductMemorySeconds += T.Seconds * NC.Multiplier;
+        P.WeightProductMemorySeconds += T.Seconds * NC.multiplier();
     }
-    O.Flops += NC.Fwd.Flops * NC.Multiplier;
-    O.Bytes += NC.Fwd.Bytes * NC.Multiplier;
+    O.Flops += NC.Fwd.Flops * NC.multiplier();
+    O.Bytes += NC.Fwd.Bytes * NC.multiplier();
   }
   for (auto &[K, O] : ByOp)
     if (O.Seconds > 0)

@@ -91,7 +91,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     const NodeCost &NC = Sym.Nodes[I];
     SymModeled[I] = NC.Modeled && !OtherSymbol(NC);
     if (!NC.Modeled)
-      SymUnmodeled[I] = NC.Unmodeled.str();
+      SymUnmodeled[I] = NC.unmodeled().str();
     std::optional<size_t> P = positionOf(G, NC.N);
     if (!P || !SymModeled[I])
       continue;
@@ -106,10 +106,10 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
         return E;
       if (llvm::Error E = Poly(*NC.N, C.Bytes, X.Bytes))
         return E;
-      X.Flops = X.Flops * NC.Multiplier;
-      X.Macs = X.Macs * NC.Multiplier;
-      X.Transc = X.Transc * NC.Multiplier;
-      X.Bytes = X.Bytes * NC.Multiplier;
+      X.Flops = X.Flops * NC.multiplier();
+      X.Macs = X.Macs * NC.multiplier();
+      X.Transc = X.Transc * NC.multiplier();
+      X.Bytes = X.Bytes * NC.multiplier();
       (Bwd ? Pos[*P].Bwd : Pos[*P].Fwd) += X;
     }
     sym::Count Extra = NC.savedCounts();
@@ -117,7 +117,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
       BatchPoly X;
       if (llvm::Error E = Poly(*NC.N, Extra, X))
         return E;
-      SavedExtra[I] = X * NC.Multiplier;
+      SavedExtra[I] = X * NC.multiplier();
     }
     // A product's GEMM dims, as formulas in the batch.
     if (NC.N->Parent == &G)
@@ -328,7 +328,7 @@ void Planner::sumPositions() {
     for (const Value *V : NC.saved()) {
       if (V->isInitializer())
         continue;
-      BatchPoly B = bytesOf(V) * std::max(1.0, NC.Multiplier);
+      BatchPoly B = bytesOf(V) * std::max(1.0, NC.multiplier());
       if (FirstSeen(Seen, V))
         S += B;
       if (!Sel.Dropped.contains(V) && FirstSeen(SeenSel, V))

@@ -14,7 +14,7 @@ llvm::json::Object ridge::nodeHeaderJson(const NodeCost &NC) {
                             {"graph", NC.N->Parent->Name},
                             {"outputs", std::move(Outs)},
                             {"modeled", NC.Modeled},
-                            {"multiplier", countValue(NC.Multiplier)}};
+                            {"multiplier", countValue(NC.multiplier())}};
 }
 
 llvm::json::Array ridge::graphValuesJson(const Model &M, bool Outputs) {

@@ -73,8 +73,8 @@ std::vector<OpTypeTotal> byOpType(const CostResult &C) {
     }
     OpTypeTotal &T = Groups[It->second];
     ++T.Count;
-    T.Fwd += NC.Fwd * NC.Multiplier;
-    T.Bwd += NC.Bwd * NC.Multiplier;
+    T.Fwd += NC.Fwd * NC.multiplier();
+    T.Bwd += NC.Bwd * NC.multiplier();
   }
   std::map<std::string, OpTypeTotal> M;
   for (size_t I = 0; I < Groups.size(); ++I) {
@@ -170,14 +170,14 @@ std::vector<const NodeCost *> sortedRows(const CostResult &C, const RooflineResu
   size_t Limit = Cfg.Top && Cfg.Format == OutputFormat::Text ? Cfg.Top : 0;
   if (Cfg.Sort == "bytes")
     return topByKey(
-        C.Nodes, Keep, [](const NodeCost &N) { return (N.Fwd.Bytes + N.Bwd.Bytes) * N.Multiplier; },
+        C.Nodes, Keep, [](const NodeCost &N) { return (N.Fwd.Bytes + N.Bwd.Bytes) * N.multiplier(); },
         Limit);
   if (Cfg.Sort == "time")
     return topByKey(C.Nodes, Keep, [&](const NodeCost &N) { return nodeSeconds(C, RL, &N); },
                     Limit);
   if (Cfg.Sort != "order" && Cfg.Sort != "name")
     return topByKey(
-        C.Nodes, Keep, [](const NodeCost &N) { return (N.Fwd.Flops + N.Bwd.Flops) * N.Multiplier; },
+        C.Nodes, Keep, [](const NodeCost &N) { return (N.Fwd.Flops + N.Bwd.Flops) * N.multiplier(); },
         Limit);
   // Graph order stops at the Limit; name order sorts every kept row.
   std::vector<const NodeCost *> Rows;
@@ -267,7 +267,7 @@ llvm::json::Object nodeJson(const NodeCost &NC, const CostResult &C, const Roofl
     if (NC.NeedsBackward)
       O["bwd_time"] = phaseTimeJson(RL.terms(C, NC, true, Cfg), NC, true, R.Type, Cfg, Memo);
   } else {
-    O["unmodeled_reason"] = NC.Unmodeled.str();
+    O["unmodeled_reason"] = NC.unmodeled().str();
   }
   return O;
 }
@@ -402,7 +402,7 @@ void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) 
   for (const NodeCost *NC : sortedRows(C, RL, Cfg)) {
     OS << Quote(NC->N->Name) << ',' << Quote(NC->N->OpType) << ','
        << Quote(NC->N->domainName()) << ',' << Quote(outputTypes(*NC->N)) << ','
-       << (NC->Modeled ? 1 : 0) << ',' << exactNumber(NC->Multiplier);
+       << (NC->Modeled ? 1 : 0) << ',' << exactNumber(NC->multiplier());
     for (double X : {NC->Fwd.Flops, NC->Fwd.Macs, NC->Fwd.Transcendentals,
                      NC->Fwd.Bytes, NC->Bwd.Flops, NC->Bwd.Macs,
                      NC->Bwd.Transcendentals, NC->Bwd.Bytes, nodeSavedBytes(*NC, C, floatBytes(Cfg))})
@@ -410,7 +410,7 @@ void printCsv(const CostResult &C, const RooflineResult &RL, const Config &Cfg) 
     const NodeRoofline &R = RL.Nodes[NC - C.Nodes.data()];
     OS << ',' << llvm::formatv("{0:e}", R.Fwd.Seconds) << ','
        << llvm::formatv("{0:e}", R.Bwd.Seconds) << ',' << boundName(R.Fwd.B) << ','
-       << boundName(R.Bwd.B) << ',' << Quote(NC->Unmodeled) << '\n';
+       << boundName(R.Bwd.B) << ',' << Quote(NC->unmodeled()) << '\n';
   }
 }
 
@@ -527,10 +527,10 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                   llvm::fmt_align(NC->N->qualifiedOpType(), llvm::AlignStyle::Left, OpW),
                   llvm::fmt_align(Clip(outputTypes(*NC->N), OutW), llvm::AlignStyle::Left, OutW));
     if (!NC->Modeled) {
-      OS << "unmodeled: " << NC->Unmodeled << '\n';
+      OS << "unmodeled: " << NC->unmodeled() << '\n';
       continue;
     }
-    double K = NC->Multiplier;
+    double K = NC->multiplier();
     const NodeRoofline &R = RL.Nodes[NC - C.Nodes.data()];
     double FwdIntensity = intensity(NC->Fwd);
     std::string Intensity = std::isfinite(FwdIntensity)
@@ -638,7 +638,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
       if ((Bwd ? R.Bwd : R.Fwd).B == Bound::Memory) {
         PhaseTime P = RL.terms(C, NC, Bwd, Cfg);
         Gain[NC.N->qualifiedOpType()] +=
-            (P.MemoryS - std::max(P.ComputeS, P.TranscS)) * NC.Multiplier;
+            (P.MemoryS - std::max(P.ComputeS, P.TranscS)) * NC.multiplier();
       }
   }
   std::vector<std::pair<std::string, double>> Gains(Gain.begin(), Gain.end());

@@ -113,8 +113,8 @@ std::vector<OpFormulas> byOpType(const CostResult &C) {
     OpFormulas &T = M[NC.N->qualifiedOpType()];
     T.Op = NC.N->qualifiedOpType();
     ++T.Nodes;
-    T.Fwd += NC.fwdCounts() * NC.Multiplier;
-    T.Bwd += NC.bwdCounts() * NC.Multiplier;
+    T.Fwd += NC.fwdCounts() * NC.multiplier();
+    T.Bwd += NC.bwdCounts() * NC.multiplier();
   }
   std::vector<OpFormulas> V;
   for (auto &[K, T] : M)
@@ -299,7 +299,7 @@ llvm::json::Object formulaNodeJson(const NodeCost &NC, const CostResult &C,
     O["saved_bytes"] = countJson(nodeSavedCount(NC, C, FloatBytes));
     O["needs_backward"] = NC.NeedsBackward;
   } else {
-    O["unmodeled_reason"] = NC.Unmodeled.str();
+    O["unmodeled_reason"] = NC.unmodeled().str();
   }
   return O;
 }

@@ -60,12 +60,12 @@ struct Totals {
 };
 
 void add(Totals &T, const NodeCost &NC, const NodeRoofline *R, bool IsTop) {
-  double K = NC.Multiplier;
+  double K = NC.multiplier();
   if (IsTop)
     T.First = R;
   if (!NC.Modeled) {
     if (IsTop)
-      T.Unmodeled = NC.Unmodeled.str();
+      T.Unmodeled = NC.unmodeled().str();
     return;
   }
   T.AnyModeled = true;

@@ -208,7 +208,7 @@ void Chart::collect() {
   std::map<std::string, double> TypeSeconds;
   for (size_t I = 0; I < C.Nodes.size() && I < R.Nodes.size(); ++I) {
     const NodeCost &NC = C.Nodes[I];
-    if (!NC.Modeled || !NC.N || NC.Multiplier <= 0)
+    if (!NC.Modeled || !NC.N || NC.multiplier() <= 0)
       continue;
     std::string Key = opKey(*NC.N);
     for (bool Bwd : {false, true}) {
@@ -218,7 +218,7 @@ void Chart::collect() {
       const PlacedPhase &PT = Bwd ? R.Nodes[I].Bwd : R.Nodes[I].Fwd;
       if (!(PT.Seconds > 0))
         continue;
-      double S = PT.Seconds * NC.Multiplier;
+      double S = PT.Seconds * NC.multiplier();
       TypeSeconds[Key] += S;
       double Rate = PC.Flops / PT.Seconds;
       double Intensity = ridge::intensity(PC);
@@ -471,8 +471,8 @@ std::string Chart::tooltip(const Point &P) const {
   S += "bytes " + siNumber(PC.Bytes, "B") + " (" + withCommas(PC.Bytes) + ")\n";
   S += "intensity " + intensityText(ridge::intensity(PC)) + " FLOP/B\n";
   S += "time " + seconds(PT.Seconds);
-  if (NC.Multiplier != 1)
-    S += " \xC3\x97 " + exactNumber(NC.Multiplier);
+  if (NC.multiplier() != 1)
+    S += " \xC3\x97 " + exactNumber(NC.multiplier());
   S += " (" + percent(P.Share) + " of step)\n";
   S += "achieved " + siNumber(P.Y, "FLOP/s") + ", attainable " +
        siNumber(attainable(PC, PT), "FLOP/s") + "\n";

@@ -119,7 +119,7 @@ struct GroupWork {
 
 /// Adds NC's costs to G.
 void join(GroupWork &G, const NodeCost &NC) {
-  G.Multiplier = NC.Multiplier;
+  G.Multiplier = NC.multiplier();
   G.Fwd += NC.Fwd;
   G.Bwd += NC.Bwd;
   G.NeedsBackward |= NC.NeedsBackward;
@@ -243,7 +243,7 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
     }
   }
   for (const NodeCost &NC : C->Nodes)
-    R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.Multiplier;
+    R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.multiplier();
   R.StepSecondsAfter += RL->RecomputeSeconds + RL->OptimizerSeconds;
   R.LaunchesAfter += RL->RecomputeLaunches + RL->OptimizerLaunches;
   R.StepSecondsBefore = RL->stepSeconds();

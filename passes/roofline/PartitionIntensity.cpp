@@ -72,17 +72,17 @@ llvm::Error PrintPartitionPass::run(Model &M, AnalysisManager &AM) {
                 D.IntraNode.present() ? D.IntraNode.Name : D.InterNode.Name, RidgeTP);
   std::map<std::string, Row> ByType;
   for (const NodeCost &NC : C->Nodes) {
-    if (!NC.Modeled || NC.Multiplier == 0)
+    if (!NC.Modeled || NC.multiplier() == 0)
       continue;
     Row R;
     R.Count = 1;
-    R.Flops = (NC.Fwd.Flops + NC.Bwd.Flops) * NC.Multiplier;
+    R.Flops = (NC.Fwd.Flops + NC.Bwd.Flops) * NC.multiplier();
     for (const Value *In : NC.N->Inputs)
       if (In && C->Trainable.count(In))
         R.GradBytes += valueBytes(In, FB);
     for (const Value *Out : NC.N->Outputs)
       if (Out && isFloatingPoint(Out->Elem))
-        R.ActBytes += valueBytes(Out, FB) * NC.Multiplier;
+        R.ActBytes += valueBytes(Out, FB) * NC.multiplier();
     if (R.GradBytes > 0)
       OS << formatv("partition \"{0}\" {1}: flops={2:e} grad_bytes={3:e} I_dp={4} "
                     "act_bytes={5:e} I_tp={6} suits={7}\n",

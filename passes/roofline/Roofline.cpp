@@ -148,7 +148,7 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
     NR.Fwd = placeNode(NC, false, D, NR.Type, Cfg, &Memo);
     if (NC.NeedsBackward)
       NR.Bwd = placeNode(NC, true, D, NR.Type, Cfg, &Memo);
-    double K = NC.Multiplier;
+    double K = NC.multiplier();
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;
     R.FwdLaunches += NR.Fwd.Launches * K;

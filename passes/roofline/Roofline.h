@@ -101,7 +101,7 @@ struct RooflineResult {
   /// applied); N is one of C.Nodes, the costs this result placed.
   double nodeSeconds(const CostResult &C, const NodeCost &N) const {
     const NodeRoofline &R = Nodes[&N - C.Nodes.data()];
-    return (R.Fwd.Seconds + R.Bwd.Seconds) * N.Multiplier;
+    return (R.Fwd.Seconds + R.Bwd.Seconds) * N.multiplier();
   }
   /// Node N's phase (the backward when Bwd) in full: its roofline terms
   /// recomputed (placeOnDevice under Cfg, the configuration this result was

@@ -145,28 +145,54 @@ TEST(SymbolicCostTest, PackedCountsReadBackAsSet) {
 // A cost's saved activations are kept as operand positions: a bit each for
 // the first 32 (inputs, then outputs), a list past them. A variadic node
 // (Max of 40 inputs) keeps one past the 32nd as well as one below.
-TEST(SavedOperands, PositionsPastThe32ndAreKept) {
+TEST(NodeCost, SavedPositionsPastThe32ndAreKept) {
   Graph G;
   Node N;
   for (int I = 0; I < 40; ++I)
     N.Inputs.push_back(G.addValue("x" + std::to_string(I), ValueKind::GraphInput));
   N.Outputs.push_back(G.addValue("y", ValueKind::Intermediate));
   N.Inputs.push_back(N.Inputs[3]); // read twice: kept once, at its first position
-  SavedOperands S;
-  EXPECT_TRUE(S.empty());
-  S.add(N, N.Inputs[35]);
-  S.add(N, N.Outputs[0]);
-  S.add(N, N.Inputs[40]);
-  S.add(N, N.Inputs[3]);
-  S.add(N, N.Inputs[35]);
-  S.add(N, G.addValue("elsewhere", ValueKind::GraphInput)); // not an operand
-  S.add(N, nullptr);
-  llvm::SmallVector<const Value *, 4> Kept = S.values(N);
+  NodeCost NC;
+  NC.N = &N;
+  EXPECT_TRUE(NC.saved().empty());
+  NC.keepSaved(N.Inputs[35]);
+  NC.keepSaved(N.Outputs[0]);
+  NC.keepSaved(N.Inputs[40]);
+  NC.keepSaved(N.Inputs[3]);
+  NC.keepSaved(N.Inputs[35]);
+  NC.keepSaved(G.addValue("elsewhere", ValueKind::GraphInput)); // not an operand
+  NC.keepSaved(nullptr);
+  llvm::SmallVector<const Value *, 4> Kept = NC.saved();
   ASSERT_EQ(Kept.size(), 3u);
   EXPECT_EQ(Kept[0], N.Inputs[3]); // bit 3
   EXPECT_EQ(Kept[1], N.Inputs[35]); // past 32: in the order kept
   EXPECT_EQ(Kept[2], N.Outputs[0]); // position 41
-  S.clear();
-  EXPECT_TRUE(S.empty());
-  EXPECT_TRUE(S.values(N).empty());
+  NC.clearSaved();
+  EXPECT_TRUE(NC.saved().empty());
+}
+
+// What few nodes have lives in one box: the defaults read without one, a
+// value set reads back, and setting a default allocates nothing to hold it.
+TEST(NodeCost, RareMembersDefaultAndReadBack) {
+  NodeCost NC;
+  EXPECT_EQ(NC.multiplier(), 1.0);
+  EXPECT_EQ(NC.savedBytes(), 0.0);
+  EXPECT_TRUE(NC.unmodeled().empty());
+  NC.setMultiplier(1);
+  NC.setSavedBytes(0);
+  NC.setUnmodeled("");
+  NodeCost Copy = NC;
+  EXPECT_EQ(Copy.multiplier(), 1.0);
+  NC.setMultiplier(12);
+  NC.setSavedBytes(4096);
+  NC.setUnmodeled("no cost rule");
+  NodeCost Kept = NC; // a deep copy
+  NC.setUnmodeled("");
+  EXPECT_EQ(Kept.multiplier(), 12.0);
+  EXPECT_EQ(Kept.savedBytes(), 4096.0);
+  EXPECT_EQ(Kept.unmodeled(), "no cost rule");
+  EXPECT_TRUE(NC.unmodeled().empty());
+  EXPECT_EQ(NC.multiplier(), 12.0);
+  // One per node at a million nodes: the layout the header promises.
+  EXPECT_LE(sizeof(NodeCost), 96u);
 }
