@@ -160,8 +160,12 @@ inline void match(Diff &D, const wire::Graph &G, const onnx::GraphProto &P, cons
     Outputs += size_t(NP.output_size());
   D.same(G.NumNodeOutputs, Outputs, W, "node outputs");
   D.same(G.Initializers.size(), size_t(P.initializer_size()), W, "initializers");
-  for (int I = 0; I < P.initializer_size() && size_t(I) < G.Initializers.size(); ++I)
-    match(D, G.Initializers[I], P.initializer(I), W + "/initializer");
+  for (int I = 0; I < P.initializer_size() && size_t(I) < G.Initializers.size(); ++I) {
+    wire::Tensor T;
+    D.same(wire::decodeInitializer(G.Initializers[I], T, D.Opts), true,
+           W + "/initializer " + std::to_string(I), "decoded again");
+    match(D, T, P.initializer(I), W + "/initializer");
+  }
   D.same(G.SparseInitializers.size(), size_t(P.sparse_initializer_size()), W,
          "sparse initializers");
   matchInfos(D, G.Inputs, P.input(), W + "/input");

@@ -78,7 +78,28 @@ std::optional<llvm::ArrayRef<int64_t>> Node::attrInts(llvm::StringRef N) const {
   return llvm::ArrayRef<int64_t>(A->Ints);
 }
 
+void Graph::releaseNameIndex() {
+  ByName = NameIndex();
+  IndexReleased.store(true, std::memory_order_release);
+  for (Node *N : Nodes)
+    for (Graph *Sub : N->subgraphs())
+      Sub->releaseNameIndex();
+}
+
+void Graph::ensureNameIndex() const {
+  if (!IndexReleased.load(std::memory_order_acquire))
+    return;
+  std::lock_guard<std::mutex> Hold(IndexLock);
+  if (!IndexReleased.load(std::memory_order_relaxed))
+    return;
+  ByName.reserve(Values.size());
+  for (const Value &V : Values)
+    ByName.insert(V);
+  IndexReleased.store(false, std::memory_order_release);
+}
+
 Value *Graph::lookupLocal(llvm::StringRef N) const {
+  ensureNameIndex();
   std::optional<uint32_t> Id = ByName.find(N, Values);
   return Id ? Values[*Id] : nullptr;
 }
@@ -202,6 +223,7 @@ llvm::StringRef NameArena::save(llvm::StringRef S) {
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }
 
 std::pair<Value *, bool> Graph::tryAddValue(llvm::StringRef N, ValueKind K) {
+  ensureNameIndex();
   if (std::optional<uint32_t> Id = ByName.find(N, Values))
     return {Values[*Id], false};
   Value *V = &Values.add();

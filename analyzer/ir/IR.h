@@ -20,7 +20,9 @@
 #include "llvm/ADT/iterator.h"
 #include "llvm/ADT/iterator_range.h"
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <set>
@@ -593,6 +595,11 @@ public:
   /// importer looking names up in a loop calls it some names ahead, so that
   /// the cache misses of a large graph's index overlap).
   void prefetchName(llvm::StringRef N) const { ByName.prefetch(N); }
+  /// Frees the name indexes of this graph and its subgraphs (16 MB for a
+  /// million values) once the importer is done with them: the passes after
+  /// it look a name up rarely (an attribute that names a value), and the
+  /// first such lookup, or a value added, rebuilds the graph's index.
+  void releaseNameIndex();
   /// Sizes the name index for about N values (import of a large graph).
   void reserveValues(size_t N) {
     if (ByName.empty() && N > 16) {
@@ -619,8 +626,13 @@ public:
 
 private:
   NameArena Names;
-  NameIndex ByName;
+  /// Rebuilt on demand after releaseNameIndex (hence mutable: a lookup is
+  /// const); IndexLock serializes the rebuild against a planner thread.
+  mutable NameIndex ByName;
+  mutable std::atomic<bool> IndexReleased{false};
+  mutable std::mutex IndexLock;
   NodeArena NodeStore;
+  void ensureNameIndex() const;
 };
 
 /// A T for each value one graph's nodes read: by Value::Id for the graph's

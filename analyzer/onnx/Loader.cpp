@@ -710,9 +710,9 @@ ModelSource::openBuffer(std::unique_ptr<llvm::MemoryBuffer> Buffer, llvm::String
   llvm::StringSet<> Inits, Names;
   for (const auto &VI : G.Inputs)
     Names.insert(VI.Name);
-  for (const auto &T : G.Initializers)
-    if (Names.contains(T.Name))
-      Inits.insert(T.Name);
+  for (llvm::StringRef T : G.Initializers)
+    if (llvm::StringRef Name = wire::initializerName(T); Names.contains(Name))
+      Inits.insert(Name);
   for (const auto &T : G.SparseInitializers)
     if (Names.contains(T.Values.Name))
       Inits.insert(T.Values.Name);

@@ -483,8 +483,12 @@ private:
       case 1: return nodeField(F, W, G, Depth + 1);
       case 2: return bytesField(F, W, G.Name);
       case 5:
-        return appendField(F, W, G.Initializers, [&](StringRef Sub, Tensor &T) {
-          return tensor(Sub, T, Depth + 1);
+        return messageField(F, W, [&](StringRef Sub) {
+          Tensor T;
+          if (!tensor(Sub, T, Depth + 1))
+            return false;
+          G.Initializers.push_back(Sub);
+          return true;
         });
       case 11:
       case 12:
@@ -545,6 +549,21 @@ bool ridge::wire::decodeTensor(StringRef Bytes, Tensor &T, const DecodeOptions &
   uint64_t Skipped = 0;
   Decoder D(Opts, Skipped);
   return D.tensor(Bytes, T, 0);
+}
+
+bool ridge::wire::decodeInitializer(StringRef Bytes, Tensor &T, const DecodeOptions &Opts) {
+  uint64_t Skipped = 0; // counted by the model's decode
+  Decoder D(Opts, Skipped);
+  T = Tensor();
+  return D.tensor(Bytes, T, 0);
+}
+
+StringRef ridge::wire::initializerName(StringRef Bytes) {
+  StringRef Name; // the last name field wins, as protobuf reads it
+  eachField(Bytes, [&](FieldReader &F, uint64_t Num, unsigned W) {
+    return Num == 8 ? bytesField(F, W, Name) : Got::Skip;
+  });
+  return Name;
 }
 
 bool ridge::wire::decodeNode(StringRef Bytes, Node &N, const DecodeOptions &Opts) {

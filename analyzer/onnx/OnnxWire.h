@@ -142,7 +142,10 @@ struct Graph : MoveOnly {
   /// The outputs those nodes list (counted by the decode: the importer sizes
   /// its tables by it).
   size_t NumNodeOutputs = 0;
-  std::vector<Tensor> Initializers;
+  /// Each initializer's TensorProto bytes, checked and decoded again by
+  /// decodeInitializer as Nodes are (kept decoded, a generated graph's half
+  /// million weights took 65 MB at the import's peak).
+  std::vector<llvm::StringRef> Initializers;
   std::vector<SparseTensor> SparseInitializers;
   std::vector<ValueInfo> Inputs, Outputs, ValueInfos;
 };
@@ -193,6 +196,13 @@ bool decodeModel(llvm::StringRef Bytes, Model &M, const DecodeOptions &Opts = {}
 /// (Graph::Nodes) into N, cleared first: what that decode checked. False only
 /// for bytes it did not accept.
 bool decodeNode(llvm::StringRef Bytes, Node &N, const DecodeOptions &Opts);
+/// Decodes one initializer of a graph that decodeModel accepted with Opts
+/// (Graph::Initializers) into T, cleared first; its skipped payload bytes
+/// were counted by that decode. False only for bytes it did not accept.
+bool decodeInitializer(llvm::StringRef Bytes, Tensor &T, const DecodeOptions &Opts);
+/// The name of one initializer of a graph decodeModel accepted, read
+/// without decoding the rest.
+llvm::StringRef initializerName(llvm::StringRef Bytes);
 /// Decodes one TensorProto (callers holding a protobuf pass trustedDecode()).
 bool decodeTensor(llvm::StringRef Bytes, Tensor &T, const DecodeOptions &Opts = {});
 

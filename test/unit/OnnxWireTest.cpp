@@ -237,7 +237,11 @@ TEST(OnnxWire, LargePayloadsAreSkippedAndCounted) {
   ASSERT_FALSE(leanFilterModel(Bytes, Filtered, Stats));
   EXPECT_EQ(W.SkippedPayloadBytes, Stats.SkippedPayloadBytes);
   ASSERT_EQ(W.G.Initializers.size(), 1u);
-  EXPECT_FALSE(W.G.Initializers[0].HasRaw);
+  wire::Tensor Init;
+  ASSERT_TRUE(wire::decodeInitializer(W.G.Initializers[0], Init, W.Opts));
+  EXPECT_FALSE(Init.HasRaw);
+  EXPECT_EQ(Init.Name, "w");
+  EXPECT_EQ(wire::initializerName(W.G.Initializers[0]), "w");
 }
 
 TEST(OnnxWire, NodesAreCheckedByTheModelsDecodeAndDecodedAgainWhereRead) {
