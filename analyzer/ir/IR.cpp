@@ -197,6 +197,24 @@ Node *NodeArena::create() {
   return new (Chunks.back().first + Used++) Node();
 }
 
+Value **OperandArena::allocate(size_t N) {
+  constexpr size_t ChunkSlots = 8 * 1024;
+  if (N > Left) {
+    // A list longer than a chunk gets one of its own; the current chunk's
+    // rest stays for the next lists.
+    size_t Size = std::max(ChunkSlots, N);
+    Chunks.push_back(std::make_unique<Value *[]>(Size)); // value-initialized: null
+    if (Size > ChunkSlots)
+      return Chunks.back().get();
+    Next = Chunks.back().get();
+    Left = Size;
+  }
+  Value **List = Next;
+  Next += N;
+  Left -= N;
+  return List;
+}
+
 llvm::StringRef NameArena::save(llvm::StringRef S) {
   if (S.empty())
     return {};

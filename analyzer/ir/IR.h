@@ -21,6 +21,7 @@
 #include "llvm/ADT/iterator_range.h"
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -398,6 +399,41 @@ private:
   size_t G = 0;
 };
 
+/// A node's inputs or outputs, fixed in number once the importer made them
+/// (Graph::operands): one operand held in place (nearly every output list,
+/// many input lists), more in the graph's operand arena. 16 bytes a list,
+/// where a SmallVector with inline slots took 40 (inputs) and 24 (outputs)
+/// a node.
+class OperandList {
+public:
+  OperandList() : One(nullptr) {}
+  size_t size() const { return N; }
+  bool empty() const { return N == 0; }
+  Value **begin() { return N == 1 ? &One : Many; }
+  Value **end() { return begin() + N; }
+  Value *const *begin() const { return N == 1 ? &One : Many; }
+  Value *const *end() const { return begin() + N; }
+  Value *&operator[](size_t I) {
+    assert(I < N && "operand out of range");
+    return begin()[I];
+  }
+  Value *operator[](size_t I) const {
+    assert(I < N && "operand out of range");
+    return begin()[I];
+  }
+  Value *front() const { return (*this)[0]; }
+  Value *back() const { return (*this)[N - 1]; }
+  operator llvm::ArrayRef<Value *>() const { return {begin(), N}; }
+
+private:
+  friend class Graph;
+  union {
+    Value *One;   ///< N == 1
+    Value **Many; ///< N > 1: N slots in the graph's operand arena
+  };
+  uint32_t N = 0;
+};
+
 class Node {
 public:
   /// May be empty in the file; the importer names it. Points into the
@@ -408,12 +444,10 @@ public:
   /// string each cost a million-node graph 64 MB a load.
   InternedString OpType;
   InternedString Domain;
-  /// nullptr: an omitted optional input. In place up to three inputs
-  /// (Conv, Gemm, LayerNormalization with their bias) and one output, a
-  /// list on the heap past them (BatchNormalization, Split, LSTM): each
-  /// inline slot cost a million-node graph 8 MB.
-  llvm::SmallVector<Value *, 3> Inputs;
-  llvm::SmallVector<Value *, 1> Outputs;
+  /// nullptr: an omitted optional input (or output). Made by the graph
+  /// (Graph::operands), in number as the file lists them.
+  OperandList Inputs;
+  OperandList Outputs;
   std::vector<Attribute> Attrs;
   Graph *Parent = nullptr;
   unsigned Index = 0; ///< position in the parent's topological order
@@ -543,6 +577,19 @@ private:
   size_t Left = 0;
 };
 
+/// A graph's operand lists of more than one operand (OperandList), in
+/// chunks: a list a heap block was a million allocations on a large import.
+class OperandArena {
+public:
+  /// N null slots, valid as long as the arena.
+  Value **allocate(size_t N);
+
+private:
+  std::vector<std::unique_ptr<Value *[]>> Chunks;
+  Value **Next = nullptr;
+  size_t Left = 0;
+};
+
 /// A graph's nodes' storage, in chunks of up to 1024 (a heap block a node
 /// was a million allocations and their headers on a 1M-node import). The
 /// nodes live, at stable addresses, until the arena is destroyed.
@@ -583,6 +630,20 @@ public:
   bool owns(const Value *V) const { return V->Id < Values.size() && Values[V->Id] == V; }
   /// A new node the graph owns (the caller places it in Nodes).
   Node *newNode() { return NodeStore.create(); }
+  /// A list of N operands, each null, for a node of this graph.
+  OperandList operands(size_t N) {
+    OperandList L;
+    L.N = uint32_t(N);
+    if (N > 1)
+      L.Many = OperandStore.allocate(N);
+    return L;
+  }
+  /// A list of the operands Vs, for a node of this graph.
+  OperandList operands(llvm::ArrayRef<Value *> Vs) {
+    OperandList L = operands(Vs.size());
+    std::copy(Vs.begin(), Vs.end(), L.begin());
+    return L;
+  }
   /// The copy of S that the graph keeps (value names point into it).
   llvm::StringRef saveName(llvm::StringRef S) { return Names.save(S); }
   /// Adds a value named N (callers check the name is new; an existing value
@@ -632,6 +693,7 @@ private:
   mutable std::atomic<bool> IndexReleased{false};
   mutable std::mutex IndexLock;
   NodeArena NodeStore;
+  OperandArena OperandStore;
   void ensureNameIndex() const;
 };
 

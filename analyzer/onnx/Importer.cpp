@@ -545,11 +545,11 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
       return err(formatv("node '{0}' ({1}) uses domain '{2}', which the model "
                          "does not import (unknown domain)",
                          N->Name, N->OpType, N->domainName()));
-    for (llvm::StringRef Out : NP.Outputs) {
-      if (Out.empty()) {
-        N->Outputs.push_back(nullptr);
-        continue;
-      }
+    N->Outputs = G.operands(NP.Outputs.size());
+    for (size_t J = 0; J < NP.Outputs.size(); ++J) {
+      llvm::StringRef Out = NP.Outputs[J];
+      if (Out.empty())
+        continue; // an omitted optional output
       auto [V, Added] = G.tryAddValue(Out, ValueKind::Intermediate);
       if (!Added) {
         Value *Old = V;
@@ -561,14 +561,14 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                            Out, By, N->Name));
       }
       V->Producer = N;
-      N->Outputs.push_back(V);
+      N->Outputs[J] = V;
     }
     // Inputs defined above in this graph are looked up now, while their
     // values are still in cache (at a million nodes, pass 2 would miss the
     // cache three times an input); pass 2 takes them as found, and looks up
     // the rest as before. A name found here is the value pass 2 would find:
     // values are only ever added.
-    N->Inputs.assign(NP.Inputs.size(), nullptr);
+    N->Inputs = G.operands(NP.Inputs.size());
     Revisit[I] = !NP.Attrs.empty();
     for (size_t J = 0; J < NP.Inputs.size(); ++J)
       if (!NP.Inputs[J].empty()) {

@@ -148,10 +148,12 @@ TEST(SymbolicCostTest, PackedCountsReadBackAsSet) {
 TEST(NodeCost, SavedPositionsPastThe32ndAreKept) {
   Graph G;
   Node N;
+  llvm::SmallVector<Value *, 41> Ins;
   for (int I = 0; I < 40; ++I)
-    N.Inputs.push_back(G.addValue("x" + std::to_string(I), ValueKind::GraphInput));
-  N.Outputs.push_back(G.addValue("y", ValueKind::Intermediate));
-  N.Inputs.push_back(N.Inputs[3]); // read twice: kept once, at its first position
+    Ins.push_back(G.addValue("x" + std::to_string(I), ValueKind::GraphInput));
+  Ins.push_back(Ins[3]); // read twice: kept once, at its first position
+  N.Inputs = G.operands(Ins);
+  N.Outputs = G.operands({G.addValue("y", ValueKind::Intermediate)});
   NodeCost NC;
   NC.N = &N;
   EXPECT_TRUE(NC.saved().empty());
