@@ -215,27 +215,38 @@ Value **OperandArena::allocate(size_t N) {
   return List;
 }
 
-llvm::StringRef NameArena::save(llvm::StringRef S) {
+PackedName NameArena::save(llvm::StringRef S) {
   if (S.empty())
     return {};
+  // The length as a varint (one byte below 128), then the bytes.
+  char Len[10];
+  size_t L = 0;
+  for (uint64_t N = S.size(); ; N >>= 7) {
+    Len[L++] = char((N & 0x7f) | (N >= 0x80 ? 0x80 : 0));
+    if (N < 0x80)
+      break;
+  }
+  size_t Need = L + S.size();
   constexpr size_t ChunkBytes = 64 * 1024;
-  if (S.size() > Left) {
+  char *At;
+  if (Need > Left) {
     // A name longer than a chunk gets one of its own; the current chunk's
     // rest stays for the next names.
-    size_t N = std::max(ChunkBytes, S.size());
+    size_t N = std::max(ChunkBytes, Need);
     Chunks.push_back(std::make_unique<char[]>(N));
-    if (N > ChunkBytes) {
-      std::memcpy(Chunks.back().get(), S.data(), S.size());
-      return llvm::StringRef(Chunks.back().get(), S.size());
+    At = Chunks.back().get();
+    if (N == ChunkBytes) {
+      Next = At + Need;
+      Left = N - Need;
     }
-    Next = Chunks.back().get();
-    Left = N;
+  } else {
+    At = Next;
+    Next += Need;
+    Left -= Need;
   }
-  std::memcpy(Next, S.data(), S.size());
-  llvm::StringRef Copy(Next, S.size());
-  Next += S.size();
-  Left -= S.size();
-  return Copy;
+  std::memcpy(At, Len, L);
+  std::memcpy(At + L, S.data(), S.size());
+  return PackedName(At);
 }
 
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }

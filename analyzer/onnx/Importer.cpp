@@ -406,7 +406,7 @@ Error Importer::importAttribute(const wire::Attribute &AP, Node &N,
     break;
   case K::Tensor: {
     if (Error E = importTensorMeta(
-            AP.T, "attribute '" + llvm::Twine(A.Name) + "' of node '" + N.Name + "'",
+            AP.T, "attribute '" + llvm::Twine(A.Name) + "' of node '" + N.Name.ref() + "'",
             A.TensorElem, A.more().TensorDims))
       return E;
     // Small payloads (a Constant's shape vector or scale) feed shape rules.

@@ -509,7 +509,7 @@ Dim runtimeExtent(Ctx &C, unsigned O, size_t Axis, unsigned From, size_t Elem, S
   if (fromLostShape(elementSource(V, Elem), C.Inf.LostShapes))
     return Dim{};
   std::string Desc =
-      (Op + " extent from the run-time value '" + (V ? V->Name : std::string("?")) + "'")
+      (Op + " extent from the run-time value '" + (V ? V->Name.str() : std::string("?")) + "'")
           .str();
   return dataSymbol(C, ("out" + llvm::Twine(O) + "_dim" + llvm::Twine(Axis)).str(), Desc, Bound);
 }

@@ -45,14 +45,14 @@ Count ridge::elementCount(const Value *V) {
   if (std::optional<double> N = V->numElements())
     return *N;
   if (!V->Shp)
-    return Count::undecided("'" + V->Name + "' has no known rank");
+    return Count::undecided("'" + V->Name.str() + "' has no known rank");
   // The known extents multiply as a number first: a formula is made only
   // of the symbolic dims (no constant Expr interned for each known one).
   double Known = 1;
   Count N = 1;
   for (const Dim &D : V->Shp->Dims) {
     if (!D.isDetermined())
-      return Count::undecided("'" + V->Name + "' has unknown shape " + V->Shp->str());
+      return Count::undecided("'" + V->Name.str() + "' has unknown shape " + V->Shp->str());
     if (D.isKnown())
       Known *= double(D.extent());
     else

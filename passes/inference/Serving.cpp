@@ -103,7 +103,7 @@ llvm::Expected<ServingPass> runPass(Model &M, const Config &Cfg, DiagnosticEngin
   P.WeightBytes = Mem->WeightBytes;
   P.ActivationPeakBytes = Mem->ActivationPeakBytes;
   P.KVCacheBytes = Mem->KVCacheBytes;
-  P.PeakNode = Mem->PeakNode ? Mem->PeakNode->Name : "";
+  P.PeakNode = Mem->PeakNode ? Mem->PeakNode->Name.str() : "";
   P.MatrixPeak = RL->MatrixPeak;
   P.Bandwidth = RL->Bandwidth;
   P.Unmodeled = C->UnmodeledNodes;

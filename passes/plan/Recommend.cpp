@@ -90,7 +90,7 @@ llvm::Expected<PlanResult> Planner::search() {
     const TPPlan &TP = tpPlan(W.C.T, W.C.SP);
     for (size_t P = 0; P < Pos.size(); ++P)
       if (WeightSplitKind K = TP.Sharding.WeightSplit[P]; K != WeightSplitKind::None)
-        R.WeightSplits.emplace_back(Pos[P].N->Name, weightSplitName(K));
+        R.WeightSplits.emplace_back(Pos[P].N->Name.str(), weightSplitName(K));
   }
   size_t Begin = NumMain + NumBaseline;
   for (auto [N, End] : ScalingEnds) {

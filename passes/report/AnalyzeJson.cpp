@@ -8,7 +8,7 @@ llvm::json::Object ridge::nodeHeaderJson(const NodeCost &NC) {
   for (const Value *V : NC.N->Outputs)
     if (V)
       Outs.push_back(V->typeStr());
-  return llvm::json::Object{{"name", NC.N->Name},
+  return llvm::json::Object{{"name", NC.N->Name.ref()},
                             {"op", NC.N->OpType.ref()},
                             {"domain", NC.N->domainName()},
                             {"graph", NC.N->Parent->Name},
@@ -21,7 +21,7 @@ llvm::json::Array ridge::graphValuesJson(const Model &M, bool Outputs) {
   llvm::json::Array Out;
   for (const Value *V : Outputs ? M.Main->Outputs : M.Main->Inputs)
     if (Outputs || !V->isInitializer())
-      Out.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+      Out.push_back(llvm::json::Object{{"name", V->Name.ref()}, {"type", V->typeStr()}});
   return Out;
 }
 

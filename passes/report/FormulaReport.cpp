@@ -47,7 +47,7 @@ llvm::json::Array ridge::symbolsJson(const Model &M) {
       for (const std::string &S : sym::symbols(V->Shp->Dims[I].expr()))
         if (Seen.insert(S).second)
           Out.push_back(llvm::json::Object{
-              {"name", S}, {"source", "input"}, {"input", V->Name}, {"axis", int64_t(I)}});
+              {"name", S}, {"source", "input"}, {"input", V->Name.ref()}, {"axis", int64_t(I)}});
   }
   for (const auto &[Name, D] : M.DataSymbols) {
     llvm::json::Object O{{"name", Name}, {"source", "data"}, {"node", D.Node},
@@ -310,7 +310,7 @@ llvm::json::Object inferenceMemoryJson(const InferenceMemoryResult &I) {
   llvm::json::Array Candidates;
   if (I.Sym)
     for (const Node *N : I.Sym->PeakCandidates)
-      Candidates.push_back(N->Name);
+      Candidates.push_back(N->Name.ref());
   return llvm::json::Object{
       {"weights", I.WeightBytes},
       {"weight_tensors", int64_t(I.WeightTensors)},

@@ -49,7 +49,7 @@ llvm::json::Array valuesJson(llvm::ArrayRef<Value *> Vs, bool SkipInits) {
   llvm::json::Array A;
   for (const Value *V : Vs)
     if (!SkipInits || !V->isInitializer())
-      A.push_back(llvm::json::Object{{"name", V->Name}, {"type", V->typeStr()}});
+      A.push_back(llvm::json::Object{{"name", V->Name.ref()}, {"type", V->typeStr()}});
   return A;
 }
 

@@ -202,7 +202,7 @@ llvm::Error ridge::writeModelAnnotations(llvm::StringRef Path, const Model &M,
     if (V.IsGraphOutput)
       A.OutputTypes[V.Name] = typeOf(V);
     else
-      A.ValueInfos.emplace_back(V.Name, typeOf(V));
+      A.ValueInfos.emplace_back(V.Name.str(), typeOf(V));
   }
   auto Stats = writeAnnotatedModel(M.Path, Path, A);
   if (!Stats)
