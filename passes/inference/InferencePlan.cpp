@@ -73,15 +73,15 @@ PassProfile profile(const Model &M, const CostResult &C, const RooflineResult &R
     P.Seconds[At] += RL.Nodes[I].Fwd.Seconds * NC.multiplier();
     P.Fwd[At] += NC.Fwd * NC.multiplier();
     P.RoofSeconds[At] +=
-        placeOnDevice(NC.Fwd, *Cfg.Dev, RL.Nodes[I].Type, Cfg).Seconds * NC.multiplier();
-    P.Type[At] = RL.Nodes[I].Type;
+        placeOnDevice(NC.Fwd, *Cfg.Dev, RL.Nodes[I].type(), Cfg).Seconds * NC.multiplier();
+    P.Type[At] = RL.Nodes[I].type();
   }
   llvm::DenseSet<const Value *> Seen;
   for (const auto &Nd : G.Nodes)
     for (const Value *V : Nd->Inputs) {
       bool Weight = V && (V->isInitializer() ||
-                          (V->Producer && V->Producer->OpType == "Constant" &&
-                           V->Producer->Domain.empty()));
+                          (V->producer() && V->producer()->OpType == "Constant" &&
+                           V->producer()->Domain.empty()));
       if (Weight)
         P.Weights[Nd->Index].push_back(V);
     }

@@ -263,9 +263,9 @@ llvm::json::Object nodeJson(const NodeCost &NC, const CostResult &C, const Roofl
     O["saved_bytes"] = countValue(nodeSavedBytes(NC, C, floatBytes(Cfg)));
     O["needs_backward"] = NC.NeedsBackward;
     const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
-    O["fwd_time"] = phaseTimeJson(RL.terms(C, NC, false, Cfg), NC, false, R.Type, Cfg, Memo);
+    O["fwd_time"] = phaseTimeJson(RL.terms(C, NC, false, Cfg), NC, false, R.type(), Cfg, Memo);
     if (NC.NeedsBackward)
-      O["bwd_time"] = phaseTimeJson(RL.terms(C, NC, true, Cfg), NC, true, R.Type, Cfg, Memo);
+      O["bwd_time"] = phaseTimeJson(RL.terms(C, NC, true, Cfg), NC, true, R.type(), Cfg, Memo);
   } else {
     O["unmodeled_reason"] = NC.unmodeled().str();
   }
@@ -321,7 +321,7 @@ llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, con
                           {"mfu", RL.MFU}}},
       {"memory_fits", fitsDevice(Inf ? Inf->totalBytes() : T.totalBytes(), *RL.Dev)},
       {"fusion",
-       llvm::json::Object{{"groups", int64_t(F.Groups.size())},
+       llvm::json::Object{{"groups", int64_t(F.Groups)},
                           {"fused_ops", int64_t(F.FusedOps)},
                           {"bytes_before", F.BytesBefore},
                           {"bytes_after", F.BytesAfter},
@@ -655,7 +655,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   if (F.FusedOps)
     OS << formatv("fusion what-if: {0} element-wise/normalization ops fused into {1} "
                   "producers: bytes {2} -> {3}, step time {4} -> {5} ({6:P1})\n",
-                  F.FusedOps, F.Groups.size(), siNumber(F.BytesBefore, "B"),
+                  F.FusedOps, F.Groups, siNumber(F.BytesBefore, "B"),
                   siNumber(F.BytesAfter, "B"), seconds(F.StepSecondsBefore),
                   seconds(F.StepSecondsAfter),
                   F.StepSecondsBefore > 0 ? F.StepSecondsAfter / F.StepSecondsBefore - 1 : 0.0);

@@ -67,13 +67,13 @@ void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<uint32_t
     size_t NIn = std::min<size_t>(NC.N->Inputs.size(), NoInput);
     for (size_t Op = 0; Op < NIn; ++Op) {
       const Value *In = NC.N->Inputs[Op];
-      if (!In || !In->Producer || In->IsGraphOutput || In->Users.size() != 1 ||
-          In->Producer->Parent != NC.N->Parent)
+      if (!In || !In->producer() || In->IsGraphOutput || In->Users.size() != 1 ||
+          In->producer()->Parent != NC.N->Parent)
         continue;
-      std::optional<size_t> P = Rows.rowOf(In->Producer);
+      std::optional<size_t> P = Rows.rowOf(In->producer());
       if (!P || !C.Nodes[*P].Modeled)
         continue;
-      const Node &Prod = *In->Producer;
+      const Node &Prod = *In->producer();
       const OpRule *PR = findOpRule(Prod.Domain, Prod.OpType);
       if (!PR || Prod.OpType == "If" || Prod.OpType == "Loop" || Prod.OpType == "Scan")
         continue;
@@ -95,6 +95,10 @@ void unionChains(const CostResult &C, const RowIndex &Rows, std::vector<uint32_t
 /// slot's member count.
 std::vector<uint32_t> slotGroups(std::vector<uint32_t> &Group) {
   std::vector<uint32_t> Size;
+  size_t Slots = 0; // one a group's first member
+  for (size_t I = 0; I < Group.size(); ++I)
+    Slots += Group[I] == I;
+  Size.reserve(Slots);
   for (size_t I = 0; I < Group.size(); ++I) {
     if (Group[I] == I) { // a group's first member
       Group[I] = uint32_t(Size.size());
@@ -147,7 +151,7 @@ GroupLaunch fuseGroup(GroupWork &G, llvm::ArrayRef<uint32_t> Members,
   }
   G.Fwd.Bytes = std::max(0.0, G.Fwd.Bytes);
   G.Bwd.Bytes = std::max(0.0, G.Bwd.Bytes);
-  DType Ty = RL.Nodes[Members.front()].Type;
+  DType Ty = RL.Nodes[Members.front()].type();
   PhaseTime F = placeOnDevice(G.Fwd, *RL.Dev, Ty, Cfg), B;
   G.FwdSeconds = F.Seconds;
   if (G.NeedsBackward) {
@@ -181,24 +185,78 @@ GroupLaunch fuseGroup(GroupWork &G, llvm::ArrayRef<uint32_t> Members,
 }
 
 /// Every slot's members in one array, slot by slot in program order (each
-/// slot's in node order); Begin[s] where slot s's start.
+/// slot's in node order). Size[s], slot s's member count, becomes where its
+/// members end (they begin where slot s - 1's end, the first at 0): the
+/// counts' array serves as the cursors, no second array of offsets.
 std::vector<uint32_t> membersBySlot(const std::vector<uint32_t> &Slot,
-                                    const std::vector<uint32_t> &Size,
-                                    std::vector<uint32_t> &Begin) {
-  Begin.resize(Size.size());
+                                    std::vector<uint32_t> &Size) {
   uint32_t At = 0;
-  for (size_t S = 0; S < Size.size(); ++S) {
-    Begin[S] = At;
-    At += Size[S];
+  for (uint32_t &X : Size) { // where each slot begins
+    uint32_t N = X;
+    X = At;
+    At += N;
   }
   std::vector<uint32_t> Members(At);
-  std::vector<uint32_t> Next = Begin;
   for (size_t I = 0; I < Slot.size(); ++I)
-    Members[Next[Slot[I]]++] = uint32_t(I);
+    Members[Size[Slot[I]]++] = uint32_t(I);
   return Members;
 }
 
 } // namespace
+
+FusionResult ridge::fuse(const Model &M, const CostResult &C, const RooflineResult &RL,
+                         const Config &Cfg, FusionGroups *Groups) {
+  FusionResult R;
+  std::vector<uint32_t> Slot;
+  std::vector<uint16_t> JoinedInput;
+  unionChains(C, RowIndex(*M.Main, C), Slot, JoinedInput);
+  std::vector<uint32_t> Size = slotGroups(Slot);
+  // Every slot's members, then each slot placed in turn in one reused
+  // record; only groups of two or more are kept, and only when asked (a
+  // million-node graph's groups held whole, with their times, were its
+  // largest allocation after the IR).
+  if (Groups)
+    Groups->Groups.reserve(llvm::count_if(Size, [](uint32_t N) { return N > 1; }));
+  std::vector<uint32_t> &End = Size;
+  std::vector<uint32_t> Members = membersBySlot(Slot, End);
+  Slot = std::vector<uint32_t>(); // (not read past here)
+  for (size_t S = 0; S < End.size(); ++S) {
+    uint32_t Begin = S ? End[S - 1] : 0;
+    llvm::ArrayRef<uint32_t> Of =
+        llvm::ArrayRef<uint32_t>(Members).slice(Begin, End[S] - Begin);
+    GroupWork G;
+    for (uint32_t I : Of)
+      join(G, C.Nodes[I]);
+    GroupLaunch L = fuseGroup(G, Of, JoinedInput, C, RL, Cfg);
+    R.LaunchesAfter += L.Launches * G.Multiplier;
+    R.MemoryBoundSecondsAfter += L.MemoryBoundSeconds * G.Multiplier;
+    R.BytesAfter += (G.Fwd.Bytes + G.Bwd.Bytes) * G.Multiplier;
+    R.StepSecondsAfter += (G.FwdSeconds + G.BwdSeconds) * G.Multiplier;
+    R.FusedOps += Of.size() - 1;
+    if (Of.size() < 2)
+      continue;
+    ++R.Groups;
+    if (Groups) {
+      FusionGroup &Out = Groups->Groups.emplace_back();
+      Out.Begin = Begin;
+      Out.Count = uint32_t(Of.size());
+      Out.NeedsBackward = G.NeedsBackward;
+      Out.FwdBytes = G.Fwd.Bytes;
+      Out.BwdBytes = G.Bwd.Bytes;
+      Out.SavedBytes = G.SavedBytes;
+    }
+  }
+  if (Groups)
+    Groups->Members = std::move(Members);
+  for (const NodeCost &NC : C.Nodes)
+    R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.multiplier();
+  R.StepSecondsAfter += RL.RecomputeSeconds + RL.OptimizerSeconds;
+  R.LaunchesAfter += RL.RecomputeLaunches + RL.OptimizerLaunches;
+  R.StepSecondsBefore = RL.stepSeconds();
+  R.DeviceSecondsAfter = R.StepSecondsAfter;
+  R.StepSecondsAfter = RL.Dev->streamSeconds(R.DeviceSecondsAfter, R.LaunchesAfter);
+  return R;
+}
 
 llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
   auto C = AM.getResult<CostAnalysis>();
@@ -207,62 +265,22 @@ llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) 
   auto RL = AM.getResult<RooflineAnalysis>();
   if (!RL)
     return RL.takeError();
-  const Config &Cfg = AM.config();
-  FusionResult R;
-  std::vector<uint32_t> Slot;
-  std::vector<uint16_t> JoinedInput;
-  unionChains(*C, RowIndex(*M.Main, *C), Slot, JoinedInput);
-  std::vector<uint32_t> Size = slotGroups(Slot);
-  // Every slot's members, then each slot placed in turn in one reused
-  // record; only groups of two or more are kept (a million-node graph's
-  // groups held whole, with their times, were its largest allocation after
-  // the IR).
-  std::vector<uint32_t> Begin;
-  R.Members = membersBySlot(Slot, Size, Begin);
-  R.Groups.reserve(llvm::count_if(Size, [](uint32_t N) { return N > 1; }));
-  for (size_t S = 0; S < Size.size(); ++S) {
-    llvm::ArrayRef<uint32_t> Members =
-        llvm::ArrayRef<uint32_t>(R.Members).slice(Begin[S], Size[S]);
-    GroupWork G;
-    for (uint32_t I : Members)
-      join(G, C->Nodes[I]);
-    GroupLaunch L = fuseGroup(G, Members, JoinedInput, *C, *RL, Cfg);
-    R.LaunchesAfter += L.Launches * G.Multiplier;
-    R.MemoryBoundSecondsAfter += L.MemoryBoundSeconds * G.Multiplier;
-    R.BytesAfter += (G.Fwd.Bytes + G.Bwd.Bytes) * G.Multiplier;
-    R.StepSecondsAfter += (G.FwdSeconds + G.BwdSeconds) * G.Multiplier;
-    R.FusedOps += Members.size() - 1;
-    if (Members.size() > 1) {
-      FusionGroup &Out = R.Groups.emplace_back();
-      Out.Begin = Begin[S];
-      Out.Count = Size[S];
-      Out.NeedsBackward = G.NeedsBackward;
-      Out.FwdBytes = G.Fwd.Bytes;
-      Out.BwdBytes = G.Bwd.Bytes;
-      Out.SavedBytes = G.SavedBytes;
-    }
-  }
-  for (const NodeCost &NC : C->Nodes)
-    R.BytesBefore += (NC.Fwd.Bytes + NC.Bwd.Bytes) * NC.multiplier();
-  R.StepSecondsAfter += RL->RecomputeSeconds + RL->OptimizerSeconds;
-  R.LaunchesAfter += RL->RecomputeLaunches + RL->OptimizerLaunches;
-  R.StepSecondsBefore = RL->stepSeconds();
-  R.DeviceSecondsAfter = R.StepSecondsAfter;
-  R.StepSecondsAfter = RL->Dev->streamSeconds(R.DeviceSecondsAfter, R.LaunchesAfter);
-  return R;
+  return fuse(M, *C, *RL, AM.config());
 }
 
 llvm::Error PrintFusionPass::run(Model &M, AnalysisManager &AM) {
   auto C = AM.getResult<CostAnalysis>();
   if (!C)
     return C.takeError();
-  auto F = AM.getResult<FusionAnalysis>();
-  if (!F)
-    return F.takeError();
+  auto RL = AM.getResult<RooflineAnalysis>();
+  if (!RL)
+    return RL.takeError();
+  FusionGroups Groups;
+  FusionResult F = fuse(M, *C, *RL, AM.config(), &Groups);
   llvm::raw_ostream &OS = *AM.config().Out;
-  for (const FusionGroup &G : F->Groups) {
+  for (const FusionGroup &G : Groups.Groups) {
     OS << "fusion group:";
-    for (size_t I : F->members(G))
+    for (size_t I : Groups.members(G))
       OS << ' ' << C->Nodes[I].N->Name;
     OS << " fwd_bytes=" << exactNumber(G.FwdBytes);
     if (G.NeedsBackward)
@@ -271,7 +289,7 @@ llvm::Error PrintFusionPass::run(Model &M, AnalysisManager &AM) {
   }
   OS << llvm::formatv("fusion: {0} groups, {1} ops fused; bytes {2} -> {3}; step "
                       "{4:e} s -> {5:e} s\n",
-                      F->Groups.size(), F->FusedOps, exactNumber(F->BytesBefore),
-                      exactNumber(F->BytesAfter), F->StepSecondsBefore, F->StepSecondsAfter);
+                      F.Groups, F.FusedOps, exactNumber(F.BytesBefore),
+                      exactNumber(F.BytesAfter), F.StepSecondsBefore, F.StepSecondsAfter);
   return llvm::Error::success();
 }

@@ -30,7 +30,9 @@ struct FusionGroup {
   double SavedBytes = 0;             ///< intermediate bytes no longer moved
 };
 
-struct FusionResult {
+/// The groups themselves, which only print<fusion> lists (a million-node
+/// graph has 300k of them: the analysis keeps its totals alone).
+struct FusionGroups {
   std::vector<FusionGroup> Groups; ///< groups of two or more ops
   /// Every node's row, group by group in program order: a kept group's
   /// members, or an op left alone (its own group, not listed in Groups).
@@ -38,6 +40,10 @@ struct FusionResult {
   llvm::ArrayRef<uint32_t> members(const FusionGroup &G) const {
     return llvm::ArrayRef<uint32_t>(Members).slice(G.Begin, G.Count);
   }
+};
+
+struct FusionResult {
+  size_t Groups = 0;               ///< groups of two or more ops
   size_t FusedOps = 0;             ///< ops that joined a producer's group
   double BytesBefore = 0, BytesAfter = 0; ///< forward + backward, whole step
   double StepSecondsBefore = 0, StepSecondsAfter = 0;
@@ -49,6 +55,11 @@ struct FusionResult {
   /// Of StepSecondsAfter's device time, the groups bound by memory.
   double MemoryBoundSecondsAfter = 0;
 };
+
+/// The fusion what-if of M with its costs C placed as RL: the totals, and
+/// each group into Groups when given.
+FusionResult fuse(const Model &M, const CostResult &C, const RooflineResult &RL,
+                  const Config &Cfg, FusionGroups *Groups = nullptr);
 
 struct FusionAnalysis {
   using Result = FusionResult;

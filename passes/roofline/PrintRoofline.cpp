@@ -39,7 +39,7 @@ llvm::Error PrintRooflinePass::run(Model &M, AnalysisManager &AM) {
   for (size_t I = 0; I < C->Nodes.size(); ++I) {
     const NodeCost &NC = C->Nodes[I];
     OS << "roofline \"" << NC.N->Name << "\" " << NC.N->OpType << ' '
-       << dtypeName(R->Nodes[I].Type) << ':';
+       << dtypeName(R->Nodes[I].type()) << ':';
     printPhase(OS, "fwd", NC.Fwd, R->terms(*C, NC, false, AM.config()));
     if (NC.NeedsBackward)
       printPhase(OS, "bwd", NC.Bwd, R->terms(*C, NC, true, AM.config()));

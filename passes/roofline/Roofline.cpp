@@ -93,7 +93,7 @@ PhaseTime RooflineResult::terms(const CostResult &C, const NodeCost &N, bool Bwd
   if (Bwd && !N.NeedsBackward)
     return PhaseTime(); // no backward was placed
   const NodeRoofline &R = Nodes[&N - C.Nodes.data()];
-  PhaseTime T = placeOnDevice(Bwd ? N.Bwd : N.Fwd, *Dev, R.Type, Cfg);
+  PhaseTime T = placeOnDevice(Bwd ? N.Bwd : N.Fwd, *Dev, R.type(), Cfg);
   const PlacedPhase &Kept = Bwd ? R.Bwd : R.Fwd;
   T.Seconds = Kept.Seconds;
   T.B = Kept.B;
@@ -134,20 +134,21 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
     NodeRoofline NR;
     // The op's arithmetic type: int8 for integer products, else --dtype,
     // else its first floating output.
-    NR.Type = Cfg.ComputeDType.value_or(DType::Float);
+    DType Ty = Cfg.ComputeDType.value_or(DType::Float);
     if (NC.IntegerMath)
-      NR.Type = DType::Int8;
+      Ty = DType::Int8;
     else if (!Cfg.ComputeDType)
       for (const Value *V : NC.N->Outputs)
         if (V && isFloatingPoint(V->Elem)) {
-          NR.Type = V->Elem;
+          Ty = V->Elem;
           break;
         }
-    if (!D.peak(NR.Type) && !(NR.Type == DType::Float && Cfg.TF32 && D.Tf32Flops > 0))
-      Fallbacks.insert(NR.Type);
-    NR.Fwd = placeNode(NC, false, D, NR.Type, Cfg, &Memo);
+    if (!D.peak(Ty) && !(Ty == DType::Float && Cfg.TF32 && D.Tf32Flops > 0))
+      Fallbacks.insert(Ty);
+    NR.Fwd = placeNode(NC, false, D, Ty, Cfg, &Memo);
     if (NC.NeedsBackward)
-      NR.Bwd = placeNode(NC, true, D, NR.Type, Cfg, &Memo);
+      NR.Bwd = placeNode(NC, true, D, Ty, Cfg, &Memo);
+    NR.Fwd.Type = NR.Bwd.Type = Ty;
     double K = NC.multiplier();
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;

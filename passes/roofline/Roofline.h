@@ -48,11 +48,15 @@ double attainable(const PhaseCost &P, const PhaseTime &T);
 /// What the analysis keeps of a placed phase: its time and verdicts. The
 /// roofline terms behind them follow from the node's counts, device and
 /// dtype, and are recomputed where a report shows them
-/// (RooflineResult::terms): a million nodes' rows are 40 MB, not 120.
+/// (RooflineResult::terms): a million nodes' rows are 32 MB, not 120.
 struct PlacedPhase {
   double Seconds = 0; ///< on the device (the host's launches: Launches)
   Bound B = Bound::None;
   Limit Why = Limit::None;
+  /// The dtype whose peak applied (both phases of a node have the same;
+  /// held here, in the padding, where a field of the node's row took 8
+  /// bytes more a node).
+  DType Type = DType::Float;
   uint32_t Launches = 0; ///< kernels the host issues (in the padding)
   PlacedPhase() = default;
   PlacedPhase(const PhaseTime &T)
@@ -62,8 +66,9 @@ struct PlacedPhase {
 
 struct NodeRoofline {
   PlacedPhase Fwd, Bwd;
-  DType Type = DType::Float; ///< the dtype whose peak applied
+  DType type() const { return Fwd.Type; } ///< the dtype whose peak applied
 };
+static_assert(sizeof(NodeRoofline) == 32, "a million nodes' rows are 32 MB");
 
 struct RooflineResult {
   const Device *Dev = nullptr;
