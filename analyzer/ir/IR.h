@@ -328,21 +328,42 @@ public:
   /// of one file number their values alike.
   uint32_t Id = 0;
   ValueShape Shp; ///< empty: rank unknown
-  Node *Producer = nullptr;
+  /// The node that computes the value; null for an initializer or a graph
+  /// input.
+  Node *producer() const { return isInitializer() ? nullptr : Def.Producer; }
+  void setProducer(Node *N) {
+    assert(!isInitializer() && "an initializer has no producer");
+    Def.Producer = N;
+  }
+  /// What ridge knows of an initializer (null for any other value): one copy
+  /// per model of each distinct info (Model::initializerInfo), as a
+  /// generated graph's half million weights in one external file all have
+  /// the same.
+  const InitializerInfo *init() const { return isInitializer() ? Def.Init : nullptr; }
+  void setInit(const InitializerInfo *I) {
+    assert(isInitializer() && "only an initializer has initializer info");
+    Def.Init = I;
+  }
   /// The nodes reading the value, once per operand position that reads it.
   /// One pointer in place (most values have one reader; a 1M-node graph has
   /// 1.5M values), a heap list past one.
   llvm::TinyPtrVector<Node *> Users;
-  /// Set for initializers: one copy per model of each distinct info
-  /// (Model::initializerInfo), as a generated graph's half million weights
-  /// in one external file all have the same.
-  const InitializerInfo *Init = nullptr;
   /// Small integer constant contents, when the loader saw them (shape
   /// tensors, axes, index tables of at most MaxIntValueElems elements);
   /// used by ridge's own shape rules.
   Boxed<llvm::SmallVector<int64_t, 4>> IntData;
 
   bool isInitializer() const { return Kind == ValueKind::Initializer; }
+
+private:
+  /// Where the value comes from: a producer, or (initializers, which have
+  /// none) their info. One word for the two: 12 MB on a million-node graph.
+  union {
+    Node *Producer = nullptr;
+    const InitializerInfo *Init;
+  } Def;
+
+public:
   bool hasKnownShape() const { return Shp && Shp->isFullyKnown(); }
   /// Elements, when the shape is fully known.
   std::optional<double> numElements() const {

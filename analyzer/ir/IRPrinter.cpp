@@ -65,9 +65,9 @@ void printGraph(const Graph &G, llvm::raw_ostream &OS, unsigned Indent) {
       OS << Pad << "  input %" << V->Name << " : " << V->typeStr() << "\n";
   for (const Value *V : G.Initializers) {
     OS << Pad << "  init %" << V->Name << " : " << V->typeStr();
-    if (V->Init && V->Init->External)
-      OS << " external='" << V->Init->Location << "'"
-         << (V->Init->LocationMissing ? " (missing)" : "");
+    if (V->init() && V->init()->External)
+      OS << " external='" << V->init()->Location << "'"
+         << (V->init()->LocationMissing ? " (missing)" : "");
     OS << "\n";
   }
   for (const Value *V : G.Captures)

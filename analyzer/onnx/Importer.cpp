@@ -338,9 +338,9 @@ Error Importer::importInitializer(
   if (T.DataLocation == onnx::TensorProto_DataLocation_EXTERNAL)
     if (Error E = checkExternalData(T, Info))
       return E;
-  V->Init = M.initializerInfo(Info);
-  if (V->Init->LocationMissing) {
-    auto &Seen = MissingExternal[V->Init->Location];
+  V->setInit(M.initializerInfo(Info));
+  if (V->init()->LocationMissing) {
+    auto &Seen = MissingExternal[V->init()->Location];
     if (Seen.first.empty())
       Seen.first = T.Name.str();
     ++Seen.second;
@@ -553,14 +553,14 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
       auto [V, Added] = G.tryAddValue(Out, ValueKind::Intermediate);
       if (!Added) {
         Value *Old = V;
-        std::string By = Old->Producer ? "node '" + Old->Producer->Name.str() + "'"
+        std::string By = Old->producer() ? "node '" + Old->producer()->Name.str() + "'"
                          : Old->isInitializer() ? std::string("an initializer")
                                                 : std::string("a graph input");
         return err(formatv("value '{0}' is defined twice: by {1} and by node "
                            "'{2}'",
                            Out, By, N->Name));
       }
-      V->Producer = N;
+      V->setProducer(N);
       N->Outputs[J] = V;
     }
     // Inputs defined above in this graph are looked up now, while their
@@ -673,12 +673,12 @@ Error Importer::sortTopologically(Graph &G) {
   // Local producers of a node's inputs, including values its subgraphs read.
   auto ForEachDep = [&](Node &Nd, auto &&F) {
     for (Value *V : Nd.Inputs)
-      if (V && V->Producer && V->Producer->Parent == &G)
-        F(V->Producer);
+      if (V && V->producer() && V->producer()->Parent == &G)
+        F(V->producer());
     for (Graph *Sub : Nd.subgraphs())
       for (Value *V : Sub->Captures)
-        if (V->Producer && V->Producer->Parent == &G)
-          F(V->Producer);
+        if (V->producer() && V->producer()->Parent == &G)
+          F(V->producer());
   };
   bool Sorted = true;
   for (size_t I = 0; I < N && Sorted; ++I)

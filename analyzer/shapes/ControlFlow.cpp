@@ -259,7 +259,7 @@ void ruleLoop(Ctx &C) {
     C.Inf.LoopTrips[&C.N] = Max;
     if (StartsTrue && Body->Inputs.size() >= 2 && !Body->Outputs.empty()) {
       Value *CondOut = Body->Outputs[0];
-      const Node *P = CondOut->Producer;
+      const Node *P = CondOut->producer();
       if (CondOut == Body->Inputs[1] || KnownTrue(CondOut) ||
           (P && P->OpType == "Identity" && P->input(0) == Body->Inputs[1]))
         Trip = Dim::of(Max);

@@ -216,7 +216,7 @@ void refineShape(Value &V, const Shape &S) {
   // ridge follows: loop-growth.onnxtxt) and of an If branch (the If's value:
   // torch names the batch of x.squeeze(1) under `if x.shape[1] == 1`).
   auto InBody = [&] {
-    const Graph *G = V.Producer ? V.Producer->Parent : nullptr;
+    const Graph *G = V.producer() ? V.producer()->Parent : nullptr;
     return G && G->ParentNode && G->ParentNode->Domain.empty() &&
            (G->ParentNode->OpType == "Loop" || G->ParentNode->OpType == "If");
   };
@@ -430,11 +430,11 @@ static bool fromLostShape(const Value *V, llvm::DenseMap<const Value *, bool> &M
   };
   llvm::SmallVector<Frame, 32> Stack;
   auto Push = [&](const Value *X) -> std::optional<bool> {
-    if (!X || !X->Producer)
+    if (!X || !X->producer())
       return false;
     if (auto It = Memo.find(X); It != Memo.end())
       return It->second;
-    const Node &P = *X->Producer;
+    const Node &P = *X->producer();
     if (P.Domain.empty() && (P.OpType == "Shape" || P.OpType == "Size")) {
       const Value *In = P.input(0);
       bool Lost = !In || !In->Shp || !In->Shp->isDetermined();
@@ -450,7 +450,7 @@ static bool fromLostShape(const Value *V, llvm::DenseMap<const Value *, bool> &M
   bool Result = false;
   while (!Stack.empty()) {
     Frame &F = Stack.back();
-    const Node &P = *F.V->Producer;
+    const Node &P = *F.V->producer();
     if (!F.Lost && F.Next < P.Inputs.size()) {
       const Value *In = P.Inputs[F.Next++];
       if (std::optional<bool> R = Push(In))
@@ -473,8 +473,8 @@ static bool fromLostShape(const Value *V, llvm::DenseMap<const Value *, bool> &M
 /// [h, w] as a Resize's sizes): only that piece's origin decides whether
 /// the element is a run-time value or a lost shape.
 static const Value *elementSource(const Value *V, size_t I) {
-  for (int Depth = 0; Depth < 32 && V && V->Producer; ++Depth) {
-    const Node &P = *V->Producer;
+  for (int Depth = 0; Depth < 32 && V && V->producer(); ++Depth) {
+    const Node &P = *V->producer();
     if (!P.Domain.empty())
       break;
     if (P.OpType == "Cast" || P.OpType == "Identity") {

@@ -188,7 +188,7 @@ const Value *nodeParameter(const Value *V) {
       bool IntInit = V->isInitializer() && !isFloatingPoint(V->Elem);
       return IntInit ? Float : nullptr;
     }
-    const Node *P = V->Producer;
+    const Node *P = V->producer();
     if (!P || !P->Domain.empty())
       return nullptr;
     if (isFloatingPoint(V->Elem))
@@ -198,7 +198,7 @@ const Value *nodeParameter(const Value *V) {
     if (P->OpType == "ConstantOfShape") {
       const Value *Shp = P->input(0);
       bool ConstShape = !Shp || Shp->isInitializer() ||
-                        (Shp->Producer && Shp->Producer->OpType == "Constant");
+                        (Shp->producer() && Shp->producer()->OpType == "Constant");
       return ConstShape ? Float : nullptr;
     }
     if (P->OpType != "Cast" && P->OpType != "DequantizeLinear" && P->OpType != "Reshape" &&
@@ -456,7 +456,7 @@ bool integerMath(const Node &N) {
 /// The DequantizeLinear (default domain) of an integer tensor that produces
 /// V, if V is one.
 const Node *dequantizedFromInteger(const Value *V) {
-  const Node *P = V ? V->Producer : nullptr;
+  const Node *P = V ? V->producer() : nullptr;
   if (!P || !P->Domain.empty() || P->OpType != "DequantizeLinear" || !P->input(0))
     return nullptr;
   DType T = P->input(0)->Elem;

@@ -8,8 +8,8 @@ namespace {
 /// Through a chain of Cast and Identity (what exporters put between a graph
 /// input and its first real use) to the producer's input 0.
 const Value *throughCasts(const Value *V) {
-  for (unsigned Depth = 0; V && V->Producer && Depth < 4; ++Depth) {
-    const Node *P = V->Producer;
+  for (unsigned Depth = 0; V && V->producer() && Depth < 4; ++Depth) {
+    const Node *P = V->producer();
     if (!P->Domain.empty() || (P->OpType != "Cast" && P->OpType != "Identity"))
       break;
     V = P->input(0);

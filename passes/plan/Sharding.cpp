@@ -100,10 +100,10 @@ private:
   /// A parameter, or a transposed/cast view of one (a tied embedding used
   /// as the output projection).
   const Value *weightSource(const Value *V) const {
-    while (V && !V->isInitializer() && V->Producer &&
-           (V->Producer->OpType == "Transpose" || V->Producer->OpType == "Identity" ||
-            V->Producer->OpType == "Cast"))
-      V = V->Producer->input(0);
+    while (V && !V->isInitializer() && V->producer() &&
+           (V->producer()->OpType == "Transpose" || V->producer()->OpType == "Identity" ||
+            V->producer()->OpType == "Cast"))
+      V = V->producer()->input(0);
     return V && V->isInitializer() ? V : nullptr;
   }
   bool isWeight(const Value *V) const { return rankOf(V) >= 2 && weightSource(V); }

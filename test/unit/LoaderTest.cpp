@@ -133,14 +133,14 @@ TEST(Importer, InitializerInfoSharedByThoseAlike) {
   const Graph &Main = *(*M)->Main;
   const Value *A1 = Main.lookup("a1"), *A2 = Main.lookup("a2"), *B = Main.lookup("b"),
               *In = Main.lookup("in");
-  ASSERT_TRUE(A1 && A2 && B && In && A1->Init && A2->Init && B->Init && In->Init);
-  EXPECT_EQ(A1->Init, A2->Init);
-  EXPECT_NE(A1->Init, B->Init);
-  EXPECT_NE(A1->Init, In->Init);
-  EXPECT_TRUE(A1->Init->External && A1->Init->LocationMissing);
-  EXPECT_EQ(A1->Init->Location, "absent-a.bin");
-  EXPECT_EQ(B->Init->Location, "absent-b.bin");
-  EXPECT_FALSE(In->Init->External);
+  ASSERT_TRUE(A1 && A2 && B && In && A1->init() && A2->init() && B->init() && In->init());
+  EXPECT_EQ(A1->init(), A2->init());
+  EXPECT_NE(A1->init(), B->init());
+  EXPECT_NE(A1->init(), In->init());
+  EXPECT_TRUE(A1->init()->External && A1->init()->LocationMissing);
+  EXPECT_EQ(A1->init()->Location, "absent-a.bin");
+  EXPECT_EQ(B->init()->Location, "absent-b.bin");
+  EXPECT_FALSE(In->init()->External);
 }
 
 /// A tensor of type Type and dims {N}, its raw_data Raw.

@@ -1369,7 +1369,7 @@ void truthCheckModel(const std::string &Dir, const std::string &Name, TruthCheck
     ++X.Outputs;
     const Value *RV = RM->Main->Outputs[J], *OV = (*OM)->Main->Outputs[J];
     std::string Where = Name + " output '" + RV->Name.str() + "' (" +
-                        (RV->Producer ? RV->Producer->OpType.str() : std::string("input")) +
+                        (RV->producer() ? RV->producer()->OpType.str() : std::string("input")) +
                         "): expected " + dimsStr(T);
     size_t RN = X.RidgeNone, RP = X.RidgePartial;
     if (!classify(RV, T, X.RidgeExact, X.RidgePartial, X.RidgeNone))
