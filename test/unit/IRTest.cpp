@@ -211,6 +211,96 @@ struct NestedGraphs {
 
 // ValueMap: the graph's own values and another graph's are kept apart
 // (their ids may coincide), absent values read as the default.
+// A name is a varint length and its bytes: lengths at the varint's and the
+// chunk's edges, and bytes a C string would cut (a model's names are
+// untrusted), read back whole.
+TEST(NameArena, NamesOfEveryLengthReadBack) {
+  NameArena Names;
+  std::vector<std::pair<std::string, PackedName>> Kept;
+  for (size_t Len : {size_t(1), size_t(127), size_t(128), size_t(16383), size_t(16384),
+                     size_t(65535), size_t(70000), size_t(3)}) {
+    std::string S(Len, 'a');
+    S[Len / 2] = '\0';
+    S.back() = char(0xff);
+    Kept.push_back({S, Names.save(S)});
+  }
+  for (const auto &[S, P] : Kept) {
+    EXPECT_EQ(P.size(), S.size());
+    EXPECT_EQ(P.ref(), S);
+  }
+  EXPECT_TRUE(Names.save("").empty());
+  EXPECT_EQ(Names.save("").ref(), "");
+  EXPECT_EQ(sizeof(PackedName), sizeof(void *));
+}
+
+// After import the name index is freed; the next lookup rebuilds it, and a
+// value added then still cannot take a name already used.
+TEST(Graph, NameIndexRebuiltAfterRelease) {
+  Graph G;
+  for (int I = 0; I < 1000; ++I)
+    G.addValue("v" + std::to_string(I), ValueKind::Intermediate);
+  G.releaseNameIndex();
+  ASSERT_NE(G.lookupLocal("v517"), nullptr);
+  EXPECT_EQ(G.lookupLocal("v517")->Id, 517u);
+  EXPECT_EQ(G.lookupLocal("v1000"), nullptr);
+  G.releaseNameIndex();
+  auto [V, Added] = G.tryAddValue("v3", ValueKind::GraphInput);
+  EXPECT_FALSE(Added);
+  EXPECT_EQ(V->Id, 3u);
+  auto [W, New] = G.tryAddValue("w", ValueKind::GraphInput);
+  EXPECT_TRUE(New);
+  EXPECT_EQ(G.lookup("w"), W);
+}
+
+// A node's operand list: none, one in place, several in the graph's arena
+// (at a chunk's end too), each slot null until set.
+TEST(Graph, OperandListsHoldWhatTheyWereGiven) {
+  Graph G;
+  Value *A = G.addValue("a", ValueKind::GraphInput);
+  Value *B = G.addValue("b", ValueKind::GraphInput);
+  OperandList None = G.operands(0), One = G.operands({A}), Two = G.operands({A, B});
+  EXPECT_TRUE(None.empty());
+  EXPECT_EQ(None.begin(), None.end());
+  ASSERT_EQ(One.size(), 1u);
+  EXPECT_EQ(One[0], A);
+  ASSERT_EQ(Two.size(), 2u);
+  EXPECT_EQ(Two.front(), A);
+  EXPECT_EQ(Two.back(), B);
+  std::vector<OperandList> Many;
+  for (int I = 0; I < 5000; ++I) // past a chunk of the arena
+    Many.push_back(G.operands(3));
+  OperandList Long = G.operands(10000); // longer than a chunk
+  for (OperandList &L : Many) {
+    for (Value *V : L)
+      EXPECT_EQ(V, nullptr);
+    L[2] = B;
+  }
+  for (Value *V : Long)
+    ASSERT_EQ(V, nullptr);
+  for (const OperandList &L : Many)
+    EXPECT_EQ(L[2], B);
+  EXPECT_EQ(Two[1], B); // untouched by the lists made after it
+  llvm::ArrayRef<Value *> AsArray = Two;
+  EXPECT_EQ(AsArray.size(), 2u);
+}
+
+TEST(Node, AttributesKeepOrderThroughGrowth) {
+  AttributeList L;
+  for (int I = 0; I < 9; ++I) {
+    Attribute A;
+    A.Name = "a" + std::to_string(I);
+    A.I = I;
+    L.push_back(std::move(A));
+  }
+  ASSERT_EQ(L.size(), 9u);
+  for (int I = 0; I < 9; ++I)
+    EXPECT_EQ(L[I].Name, "a" + std::to_string(I));
+  AttributeList Moved = std::move(L);
+  EXPECT_EQ(Moved.size(), 9u);
+  EXPECT_TRUE(L.empty());
+  EXPECT_EQ(Moved.begin()[8].I, 8);
+}
+
 TEST(Graph, ValueMapOwnAndOtherValues) {
   NestedGraphs NG;
   Value *X = NG.X, *Y = NG.Y, *Z = NG.Z;

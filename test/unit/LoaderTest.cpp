@@ -242,4 +242,23 @@ TEST(ValueList, AddressesStayAsItGrows) {
   }
 }
 
+// A value is found by arithmetic on its id: the growing chunks (4, 8, ...
+// 4096: 8188 values) and the fixed ones after, at every boundary.
+TEST(ValueList, IdFindsTheValueAcrossChunkBoundaries) {
+  ValueList L;
+  std::vector<Value *> Seen;
+  for (int I = 0; I < 8188 + 3 * 4096 + 5; ++I)
+    Seen.push_back(&L.add());
+  for (size_t I = 0; I < Seen.size(); ++I) {
+    ASSERT_EQ(L[I], Seen[I]) << "value " << I;
+    ASSERT_EQ(L[I]->Id, I);
+  }
+  size_t N = 0;
+  for (Value &V : L)
+    ASSERT_EQ(&V, Seen[N++]);
+  EXPECT_EQ(N, Seen.size());
+  ValueList Empty;
+  EXPECT_TRUE(Empty.begin() == Empty.end());
+}
+
 } // namespace
