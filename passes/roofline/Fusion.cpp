@@ -258,25 +258,32 @@ FusionResult ridge::fuse(const Model &M, const CostResult &C, const RooflineResu
   return R;
 }
 
-llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
+namespace {
+/// fuse() of M's costs and roofline, as AM has them.
+llvm::Expected<FusionResult> fuseModel(Model &M, AnalysisManager &AM, FusionGroups *Groups) {
   auto C = AM.getResult<CostAnalysis>();
   if (!C)
     return C.takeError();
   auto RL = AM.getResult<RooflineAnalysis>();
   if (!RL)
     return RL.takeError();
-  return fuse(M, *C, *RL, AM.config());
+  return fuse(M, *C, *RL, AM.config(), Groups);
+}
+} // namespace
+
+llvm::Expected<FusionResult> FusionAnalysis::run(Model &M, AnalysisManager &AM) {
+  return fuseModel(M, AM, nullptr);
 }
 
 llvm::Error PrintFusionPass::run(Model &M, AnalysisManager &AM) {
-  auto C = AM.getResult<CostAnalysis>();
+  FusionGroups Groups;
+  llvm::Expected<FusionResult> Fused = fuseModel(M, AM, &Groups);
+  if (!Fused)
+    return Fused.takeError();
+  const FusionResult &F = *Fused;
+  auto C = AM.getResult<CostAnalysis>(); // cached: fuseModel computed it
   if (!C)
     return C.takeError();
-  auto RL = AM.getResult<RooflineAnalysis>();
-  if (!RL)
-    return RL.takeError();
-  FusionGroups Groups;
-  FusionResult F = fuse(M, *C, *RL, AM.config(), &Groups);
   llvm::raw_ostream &OS = *AM.config().Out;
   for (const FusionGroup &G : Groups.Groups) {
     OS << "fusion group:";
