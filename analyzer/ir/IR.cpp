@@ -3,6 +3,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TinyPtrVector.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cstring>
@@ -195,6 +196,44 @@ Node *NodeArena::create() {
     Used = 0;
   }
   return new (Chunks.back().first + Used++) Node();
+}
+
+UserSlot *UserArena::allocate(size_t N) {
+  constexpr size_t ChunkSlots = 8 * 1024;
+  if (N > Left) {
+    size_t Size = std::max(ChunkSlots, N);
+    Chunks.push_back(std::make_unique<UserSlot[]>(Size));
+    if (Size > ChunkSlots)
+      return Chunks.back().get();
+    Next = Chunks.back().get();
+    Left = Size;
+  }
+  UserSlot *Block = Next;
+  Next += N;
+  Left -= N;
+  return Block;
+}
+
+void UserList::push_back(Node *N, UserArena &Arena) {
+  if (!isBlock() && !P.One) {
+    P.One = N;
+    return;
+  }
+  size_t Size = size();
+  size_t Capacity = isBlock() ? block()->Head.Capacity : 1;
+  if (Size == Capacity) {
+    // A block of twice the room (the old one stays in the arena).
+    size_t Grown = 2 * Capacity;
+    if (Grown > UINT32_MAX)
+      llvm::report_fatal_error("a value read more than 2^32 times");
+    UserSlot *B = Arena.allocate(Grown + 1);
+    std::copy(begin(), end(), &B[1].User);
+    B[0].Head = {uint32_t(Size), uint32_t(Grown)};
+    uintptr_t Tagged = reinterpret_cast<uintptr_t>(B) | 1;
+    std::memcpy(&P, &Tagged, sizeof Tagged);
+  }
+  UserSlot *B = block();
+  B[1 + B[0].Head.Size++].User = N;
 }
 
 Value **OperandArena::allocate(size_t N) {

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -312,6 +313,60 @@ inline bool operator!=(llvm::StringRef A, const PackedName &B) { return A != B.r
 inline bool operator!=(const PackedName &A, const PackedName &B) { return A.ref() != B.ref(); }
 inline bool operator<(const PackedName &A, const PackedName &B) { return A.ref() < B.ref(); }
 
+/// A slot of a graph's user arena: a node reading a value, or the head of
+/// a value's block of them.
+union UserSlot {
+  Node *User;
+  struct {
+    uint32_t Size, Capacity;
+  } Head;
+};
+
+/// A graph's blocks of user slots (UserList past one reader), in chunks.
+class UserArena {
+public:
+  /// N slots, valid as long as the arena.
+  UserSlot *allocate(size_t N);
+
+private:
+  std::vector<std::unique_ptr<UserSlot[]>> Chunks;
+  UserSlot *Next = nullptr;
+  size_t Left = 0;
+};
+
+/// The nodes reading a value, once per operand position that reads it, in
+/// import order: one in place, or a block in the importing graph's user
+/// arena (its head, then the nodes) grown by doubling. One word; a value
+/// with two readers takes 24 bytes of arena where TinyPtrVector's heap
+/// list took 48 and a heap block.
+class UserList {
+public:
+  UserList() { P.One = nullptr; }
+  bool empty() const { return !isBlock() && !P.One; }
+  size_t size() const { return isBlock() ? block()->Head.Size : P.One ? 1 : 0; }
+  Node *const *begin() const { return isBlock() ? &block()[1].User : &P.One; }
+  Node *const *end() const { return begin() + size(); }
+  Node *operator[](size_t I) const {
+    assert(I < size() && "user out of range");
+    return begin()[I];
+  }
+  /// Appends N, growing into Arena.
+  void push_back(Node *N, UserArena &Arena);
+
+private:
+  union {
+    Node *One;      ///< no block: the one reader, or null
+    UserSlot *Many; ///< a block, tagged with the low bit
+  } P;
+  bool isBlock() const { return bits() & 1; }
+  uintptr_t bits() const {
+    uintptr_t B;
+    std::memcpy(&B, &P, sizeof B);
+    return B;
+  }
+  UserSlot *block() const { return reinterpret_cast<UserSlot *>(bits() & ~uintptr_t(1)); }
+};
+
 class Value {
 public:
   /// Set once, by the graph that adds the value (its name index hashed it),
@@ -347,7 +402,7 @@ public:
   /// The nodes reading the value, once per operand position that reads it.
   /// One pointer in place (most values have one reader; a 1M-node graph has
   /// 1.5M values), a heap list past one.
-  llvm::TinyPtrVector<Node *> Users;
+  UserList Users;
   /// Small integer constant contents, when the loader saw them (shape
   /// tensors, axes, index tables of at most MaxIntValueElems elements);
   /// used by ridge's own shape rules.
@@ -786,6 +841,9 @@ public:
   bool owns(const Value *V) const { return V->Id < Values.size() && Values[V->Id] == V; }
   /// A new node the graph owns (the caller places it in Nodes).
   Node *newNode() { return NodeStore.create(); }
+  /// Records that N reads V (V of this graph or an enclosing one; its
+  /// list grows in this graph's arena, which lives as long as V's).
+  void addUser(Value *V, Node *N) { V->Users.push_back(N, UserStore); }
   /// A list of N operands, each null, for a node of this graph.
   OperandList operands(size_t N) {
     OperandList L;
@@ -850,6 +908,7 @@ private:
   mutable std::mutex IndexLock;
   NodeArena NodeStore;
   OperandArena OperandStore;
+  UserArena UserStore;
   void ensureNameIndex() const;
 };
 

@@ -613,7 +613,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     for (size_t J = 0; J < N.Inputs.size(); ++J) {
       Value *V = N.Inputs[J];
       if (V) {
-        V->Users.push_back(&N);
+        G.addUser(V, &N);
         continue;
       }
       llvm::StringRef In = NP ? NP->Inputs[J] : llvm::StringRef();
@@ -631,7 +631,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
       if (!Local && llvm::find(G.Captures, V) == G.Captures.end())
         G.Captures.push_back(V);
       N.Inputs[J] = V;
-      V->Users.push_back(&N);
+      G.addUser(V, &N);
     }
   }
   for (const auto &VI : GP.ValueInfos)

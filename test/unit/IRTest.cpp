@@ -284,6 +284,29 @@ TEST(Graph, OperandListsHoldWhatTheyWereGiven) {
   EXPECT_EQ(AsArray.size(), 2u);
 }
 
+// A value's readers: none, one in place, then a block in the arena that
+// doubles (1 -> 2 -> 4 -> 8), in the order they were added, repeats kept.
+TEST(Graph, UsersInOrderThroughGrowth) {
+  Graph G;
+  Value *V = G.addValue("v", ValueKind::GraphInput);
+  EXPECT_TRUE(V->Users.empty());
+  EXPECT_EQ(V->Users.size(), 0u);
+  EXPECT_EQ(V->Users.begin(), V->Users.end());
+  std::vector<Node *> Readers;
+  for (int I = 0; I < 7; ++I)
+    Readers.push_back(G.newNode());
+  Readers.push_back(Readers[2]); // one node reading it at two positions
+  for (size_t K = 0; K < Readers.size(); ++K) {
+    G.addUser(V, Readers[K]);
+    ASSERT_EQ(V->Users.size(), K + 1);
+    for (size_t J = 0; J <= K; ++J)
+      ASSERT_EQ(V->Users[J], Readers[J]) << J << " of " << K + 1;
+  }
+  std::vector<Node *> Seen(V->Users.begin(), V->Users.end());
+  EXPECT_EQ(Seen, Readers);
+  EXPECT_EQ(sizeof(UserList), sizeof(void *));
+}
+
 TEST(Node, AttributesKeepOrderThroughGrowth) {
   AttributeList L;
   for (int I = 0; I < 9; ++I) {
