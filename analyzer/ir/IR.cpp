@@ -198,22 +198,6 @@ Node *NodeArena::create() {
   return new (Chunks.back().first + Used++) Node();
 }
 
-UserSlot *UserArena::allocate(size_t N) {
-  constexpr size_t ChunkSlots = 8 * 1024;
-  if (N > Left) {
-    size_t Size = std::max(ChunkSlots, N);
-    Chunks.push_back(std::make_unique<UserSlot[]>(Size));
-    if (Size > ChunkSlots)
-      return Chunks.back().get();
-    Next = Chunks.back().get();
-    Left = Size;
-  }
-  UserSlot *Block = Next;
-  Next += N;
-  Left -= N;
-  return Block;
-}
-
 void UserList::push_back(Node *N, UserArena &Arena) {
   if (!isBlock() && !P.One) {
     P.One = N;
@@ -234,24 +218,6 @@ void UserList::push_back(Node *N, UserArena &Arena) {
   }
   UserSlot *B = block();
   B[1 + B[0].Head.Size++].User = N;
-}
-
-Value **OperandArena::allocate(size_t N) {
-  constexpr size_t ChunkSlots = 8 * 1024;
-  if (N > Left) {
-    // A list longer than a chunk gets one of its own; the current chunk's
-    // rest stays for the next lists.
-    size_t Size = std::max(ChunkSlots, N);
-    Chunks.push_back(std::make_unique<Value *[]>(Size)); // value-initialized: null
-    if (Size > ChunkSlots)
-      return Chunks.back().get();
-    Next = Chunks.back().get();
-    Left = Size;
-  }
-  Value **List = Next;
-  Next += N;
-  Left -= N;
-  return List;
 }
 
 PackedName NameArena::save(llvm::StringRef S) {

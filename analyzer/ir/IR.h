@@ -322,17 +322,36 @@ union UserSlot {
   } Head;
 };
 
-/// A graph's blocks of user slots (UserList past one reader), in chunks.
-class UserArena {
+/// Runs of value-initialized Ts (pointers, slots) that live as long as the
+/// arena, in chunks of 8192: one heap block each was a million allocations
+/// on a large import. A run longer than a chunk gets a chunk of its own;
+/// the current chunk's rest stays for the next runs.
+template <typename T> class SlotArena {
 public:
-  /// N slots, valid as long as the arena.
-  UserSlot *allocate(size_t N);
+  T *allocate(size_t N) {
+    constexpr size_t ChunkSlots = 8 * 1024;
+    if (N > Left) {
+      size_t Size = std::max(ChunkSlots, N);
+      Chunks.push_back(std::make_unique<T[]>(Size));
+      if (Size > ChunkSlots)
+        return Chunks.back().get();
+      Next = Chunks.back().get();
+      Left = Size;
+    }
+    T *Run = Next;
+    Next += N;
+    Left -= N;
+    return Run;
+  }
 
 private:
-  std::vector<std::unique_ptr<UserSlot[]>> Chunks;
-  UserSlot *Next = nullptr;
+  std::vector<std::unique_ptr<T[]>> Chunks;
+  T *Next = nullptr;
   size_t Left = 0;
 };
+
+/// A graph's blocks of user slots (UserList past one reader).
+using UserArena = SlotArena<UserSlot>;
 
 /// The nodes reading a value, once per operand position that reads it, in
 /// import order: one in place, or a block in the importing graph's user
@@ -788,18 +807,9 @@ private:
   size_t Left = 0;
 };
 
-/// A graph's operand lists of more than one operand (OperandList), in
-/// chunks: a list a heap block was a million allocations on a large import.
-class OperandArena {
-public:
-  /// N null slots, valid as long as the arena.
-  Value **allocate(size_t N);
-
-private:
-  std::vector<std::unique_ptr<Value *[]>> Chunks;
-  Value **Next = nullptr;
-  size_t Left = 0;
-};
+/// A graph's operand lists of more than one operand (OperandList), their
+/// slots null until set.
+using OperandArena = SlotArena<Value *>;
 
 /// A graph's nodes' storage, in chunks of up to 1024 (a heap block a node
 /// was a million allocations and their headers on a 1M-node import). The
