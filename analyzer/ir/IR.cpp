@@ -223,32 +223,10 @@ void UserList::push_back(Node *N, UserArena &Arena) {
 PackedName NameArena::save(llvm::StringRef S) {
   if (S.empty())
     return {};
-  // The length as a varint (one byte below 128), then the bytes.
-  char Len[10];
-  size_t L = 0;
-  for (uint64_t N = S.size(); ; N >>= 7) {
-    Len[L++] = char((N & 0x7f) | (N >= 0x80 ? 0x80 : 0));
-    if (N < 0x80)
-      break;
-  }
-  size_t Need = L + S.size();
-  constexpr size_t ChunkBytes = 64 * 1024;
-  char *At;
-  if (Need > Left) {
-    // A name longer than a chunk gets one of its own; the current chunk's
-    // rest stays for the next names.
-    size_t N = std::max(ChunkBytes, Need);
-    Chunks.push_back(std::make_unique<char[]>(N));
-    At = Chunks.back().get();
-    if (N == ChunkBytes) {
-      Next = At + Need;
-      Left = N - Need;
-    }
-  } else {
-    At = Next;
-    Next += Need;
-    Left -= Need;
-  }
+  // The length as a ULEB128 varint (one byte below 128), then the bytes.
+  uint8_t Len[10];
+  unsigned L = llvm::encodeULEB128(S.size(), Len);
+  char *At = Bytes.allocate(L + S.size());
   std::memcpy(At, Len, L);
   std::memcpy(At + L, S.data(), S.size());
   return PackedName(At);

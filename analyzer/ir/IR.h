@@ -20,6 +20,7 @@
 #include "llvm/ADT/iterator.h"
 #include "llvm/ADT/iterator_range.h"
 #include "llvm/Support/FormatProviders.h"
+#include "llvm/Support/LEB128.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <atomic>
@@ -280,15 +281,10 @@ public:
   llvm::StringRef ref() const {
     if (!P)
       return {};
-    const auto *B = reinterpret_cast<const unsigned char *>(P);
-    size_t N = 0;
-    unsigned Shift = 0;
-    while (*B & 0x80) {
-      N |= size_t(*B++ & 0x7f) << Shift;
-      Shift += 7;
-    }
-    N |= size_t(*B++) << Shift;
-    return {reinterpret_cast<const char *>(B), N};
+    const auto *B = reinterpret_cast<const uint8_t *>(P);
+    unsigned LenBytes = 0;
+    uint64_t N = llvm::decodeULEB128(B, &LenBytes);
+    return {P + LenBytes, size_t(N)};
   }
   operator llvm::StringRef() const { return ref(); }
   std::string str() const { return ref().str(); }
@@ -322,14 +318,13 @@ union UserSlot {
   } Head;
 };
 
-/// Runs of value-initialized Ts (pointers, slots) that live as long as the
-/// arena, in chunks of 8192: one heap block each was a million allocations
-/// on a large import. A run longer than a chunk gets a chunk of its own;
-/// the current chunk's rest stays for the next runs.
-template <typename T> class SlotArena {
+/// Runs of value-initialized Ts (pointers, slots, name bytes) that live as
+/// long as the arena, in chunks of ChunkSlots: one heap block each was a
+/// million allocations on a large import. A run longer than a chunk gets a
+/// chunk of its own; the current chunk's rest stays for the next runs.
+template <typename T, size_t ChunkSlots = 8 * 1024> class SlotArena {
 public:
   T *allocate(size_t N) {
-    constexpr size_t ChunkSlots = 8 * 1024;
     if (N > Left) {
       size_t Size = std::max(ChunkSlots, N);
       Chunks.push_back(std::make_unique<T[]>(Size));
@@ -699,13 +694,8 @@ public:
   }
   /// The value with Id I (I < size()).
   Value *operator[](size_t I) const {
-    if (I < SmallValues) {
-      // Chunk k (k <= 10) starts at 4 (2^k - 1).
-      unsigned K = 63 - unsigned(__builtin_clzll(uint64_t(I / 4 + 1)));
-      return Chunks[K] + (I - 4 * ((size_t(1) << K) - 1));
-    }
-    size_t J = I - SmallValues;
-    return Chunks[11 + J / 4096] + J % 4096;
+    size_t C = chunkOf(I);
+    return Chunks[C] + (I - chunkStart(C));
   }
   class iterator {
   public:
@@ -749,10 +739,15 @@ private:
   /// Values in the chunks that grow (4 + 8 + ... + 4096).
   static constexpr size_t SmallValues = 4 * ((size_t(1) << 11) - 1);
   static size_t chunkSize(size_t C) { return size_t(4) << std::min<size_t>(C, 10); }
+  /// The chunk of value I: chunk k (k <= 10) starts at 4 (2^k - 1).
   static size_t chunkOf(size_t I) {
     if (I < SmallValues)
       return 63 - unsigned(__builtin_clzll(uint64_t(I / 4 + 1)));
     return 11 + (I - SmallValues) / 4096;
+  }
+  /// The id of chunk C's first value.
+  static size_t chunkStart(size_t C) {
+    return C <= 11 ? 4 * ((size_t(1) << C) - 1) : SmallValues + (C - 11) * 4096;
   }
   std::vector<Value *> Chunks;
   Value *Next = nullptr;
@@ -802,9 +797,7 @@ public:
   PackedName save(llvm::StringRef S);
 
 private:
-  std::vector<std::unique_ptr<char[]>> Chunks;
-  char *Next = nullptr;
-  size_t Left = 0;
+  SlotArena<char, 64 * 1024> Bytes;
 };
 
 /// A graph's operand lists of more than one operand (OperandList), their

@@ -170,14 +170,20 @@ std::vector<const NodeCost *> sortedRows(const CostResult &C, const RooflineResu
   size_t Limit = Cfg.Top && Cfg.Format == OutputFormat::Text ? Cfg.Top : 0;
   if (Cfg.Sort == "bytes")
     return topByKey(
-        C.Nodes, Keep, [](const NodeCost &N) { return (N.Fwd.Bytes + N.Bwd.Bytes) * N.multiplier(); },
+        C.Nodes, Keep,
+        [](const NodeCost &N) {
+          return (N.Fwd.Bytes + N.Bwd.Bytes) * N.multiplier();
+        },
         Limit);
   if (Cfg.Sort == "time")
     return topByKey(C.Nodes, Keep, [&](const NodeCost &N) { return nodeSeconds(C, RL, &N); },
                     Limit);
   if (Cfg.Sort != "order" && Cfg.Sort != "name")
     return topByKey(
-        C.Nodes, Keep, [](const NodeCost &N) { return (N.Fwd.Flops + N.Bwd.Flops) * N.multiplier(); },
+        C.Nodes, Keep,
+        [](const NodeCost &N) {
+          return (N.Fwd.Flops + N.Bwd.Flops) * N.multiplier();
+        },
         Limit);
   // Graph order stops at the Limit; name order sorts every kept row.
   std::vector<const NodeCost *> Rows;
