@@ -20,10 +20,23 @@ Timing::Scope::Scope(Timing *T, llvm::StringRef Name) {
   if (!Slot)
     Slot = std::make_unique<llvm::Timer>(Name, Name, *T->Group);
   Tm = Slot.get();
+  Owner = T;
+  // A phase that re-enters itself (recursion) keeps one running timer.
+  if (Tm->isRunning()) {
+    Tm = nullptr;
+    return;
+  }
+  if (!T->Open.empty())
+    T->Open.back()->stopTimer();
+  T->Open.push_back(Tm);
   Tm->startTimer();
 }
 
 Timing::Scope::~Scope() {
-  if (Tm)
-    Tm->stopTimer();
+  if (!Tm)
+    return;
+  Tm->stopTimer();
+  Owner->Open.pop_back();
+  if (!Owner->Open.empty())
+    Owner->Open.back()->startTimer();
 }

@@ -2,11 +2,16 @@
 //
 // One timer group for the whole run (--timing), shared by the loader and the
 // analysis manager, so a profile shows where time goes end to end.
+// Timers are exclusive: a scope opened inside another (an analysis a pass
+// asks for, a loader phase inside `plan: load`) pauses the enclosing one, so
+// each row is time spent in that phase alone and the rows add up to the
+// total. Scopes are opened and closed on the main thread only.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RIDGE_ANALYZER_TIMING_H
 #define RIDGE_ANALYZER_TIMING_H
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Timer.h"
 #include <memory>
@@ -26,12 +31,15 @@ public:
     ~Scope();
 
   private:
+    Timing *Owner = nullptr;
     llvm::Timer *Tm = nullptr;
   };
 
 private:
   std::unique_ptr<llvm::TimerGroup> Group;
   llvm::StringMap<std::unique_ptr<llvm::Timer>> Timers;
+  /// The open scopes' timers, innermost last (only it is running).
+  llvm::SmallVector<llvm::Timer *, 8> Open;
 };
 
 } // namespace ridge
