@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/cost/CostModel.h"
 #include "passes/cost/KVCache.h"
+#include "llvm/ADT/bit.h"
 #include <map>
 #include "llvm/Support/FormatVariadic.h"
 
@@ -702,25 +703,49 @@ void CostWalker::finish() {
 } // namespace
 
 sym::Count SymbolicCost::get(unsigned K) const {
-  for (const auto &[Cell, C] : General)
-    if (Cell == K)
-      return C;
-  const Cell &X = Cells[K];
-  return X.Symbol ? sym::Count::univariateOf(X.Symbol, X.C) : sym::Count(X.C[0]);
+  if (General)
+    for (const auto &[Cell, C] : *General)
+      if (Cell == K)
+        return C;
+  std::array<double, Degrees> C{};
+  unsigned First = Degrees * K;
+  size_t At = llvm::popcount(Mask & ((uint64_t(1) << First) - 1));
+  for (unsigned D = 0; D < Degrees; ++D)
+    if (Mask >> (First + D) & 1)
+      C[D] = Coefs[At++];
+  bool Poly = C[1] != 0 || C[2] != 0 || C[3] != 0;
+  return Poly ? sym::Count::univariateOf(Symbol, C) : sym::Count(C[0]);
 }
 
 void SymbolicCost::set(unsigned K, const sym::Count &C) {
-  llvm::erase_if(General, [&](const auto &E) { return E.first == K; });
-  Cell &X = Cells[K];
-  X = Cell();
-  if (C.isNumber()) {
-    X.C[0] = C.number();
-  } else if (auto U = C.univariate()) {
-    X.C = *U;
-    X.Symbol = C.univariateSymbol();
-  } else {
-    General.emplace_back(uint8_t(K), C);
+  if (General) {
+    llvm::erase_if(*General, [&](const auto &E) { return E.first == K; });
+    if (General->empty())
+      General.reset();
   }
+  // Cell K's old coefficients out, then its new nonzero ones in, in place.
+  unsigned First = Degrees * K;
+  uint64_t CellBits = uint64_t(0xF) << First;
+  size_t At = llvm::popcount(Mask & ((uint64_t(1) << First) - 1));
+  Coefs.erase(Coefs.begin() + At, Coefs.begin() + At + llvm::popcount(Mask & CellBits));
+  Mask &= ~CellBits;
+  std::array<double, Degrees> New{};
+  if (C.isNumber()) {
+    New[0] = C.number();
+  } else if (auto U = C.univariate(); U && (!Symbol || Symbol == C.univariateSymbol())) {
+    New = *U;
+    Symbol = C.univariateSymbol();
+  } else {
+    if (!General)
+      General = std::make_unique<GeneralCells>();
+    General->emplace_back(uint8_t(K), C);
+    return;
+  }
+  for (unsigned D = 0; D < Degrees; ++D)
+    if (New[D] != 0) {
+      Coefs.insert(Coefs.begin() + At++, New[D]);
+      Mask |= uint64_t(1) << (First + D);
+    }
 }
 
 llvm::Error ridge::bindCosts(CostResult &C, const Model &M, const sym::Binding &Bind,

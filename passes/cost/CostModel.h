@@ -30,6 +30,8 @@
 #include "analyzer/symbolic/Count.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,8 +71,11 @@ inline PhaseCount countsOf(const PhaseCost &P) {
 /// counts and the saved extras (masks, statistics, as NodeCost's).
 /// Packed: a number, or a formula in the fast univariate form (the graph's
 /// leading symbol: what nearly every node of `analyze` and `plan` costs),
-/// takes five words and no allocation; any other formula is kept whole
-/// beside them. (Nine Counts held as such took 648 bytes a node.)
+/// is up to four coefficients of b^0 .. b^3 in the one symbol b every cell
+/// shares, and only the nonzero ones are kept (a bit each in Mask): an
+/// element-wise node's cost is five or six doubles. Any other formula is
+/// kept whole beside them. (Nine Counts held as such took 648 bytes a node;
+/// nine four-coefficient cells with their symbol, 384.)
 class SymbolicCost {
 public:
   SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd, const sym::Count &SavedBytes) {
@@ -78,6 +83,17 @@ public:
     setBwd(Bwd);
     setSavedBytes(SavedBytes);
   }
+  SymbolicCost(const SymbolicCost &O)
+      : Symbol(O.Symbol), Mask(O.Mask), Coefs(O.Coefs),
+        General(O.General ? std::make_unique<GeneralCells>(*O.General) : nullptr) {}
+  SymbolicCost &operator=(const SymbolicCost &O) {
+    if (this != &O)
+      *this = SymbolicCost(O);
+    return *this;
+  }
+  SymbolicCost(SymbolicCost &&) noexcept = default;
+  SymbolicCost &operator=(SymbolicCost &&) noexcept = default;
+
   PhaseCount fwd() const { return phase(0); }
   PhaseCount bwd() const { return phase(4); }
   sym::Count savedBytes() const { return get(8); }
@@ -88,16 +104,17 @@ public:
   void setSavedBytes(const sym::Count &C) { set(8, C); }
 
 private:
-  /// A number C[0] (Symbol null), or C[0] + C[1] b + C[2] b^2 + C[3] b^3
-  /// in Symbol b.
-  struct Cell {
-    std::array<double, 4> C{};
-    sym::ExprRef Symbol = nullptr;
-  };
-  std::array<Cell, 9> Cells;
+  static constexpr unsigned Cells = 9, Degrees = 4;
+  using GeneralCells = std::vector<std::pair<uint8_t, sym::Count>>;
+  /// The univariate cells' symbol b (null while every cell is a number).
+  sym::ExprRef Symbol = nullptr;
+  /// Bit Degrees*K + d: cell K's coefficient of b^d is nonzero and in Coefs.
+  uint64_t Mask = 0;
+  /// The nonzero coefficients, in bit order.
+  llvm::SmallVector<double, 5> Coefs;
   /// The counts neither form holds, by cell (rare: a formula in several
-  /// symbols, or outside a univariate scope).
-  std::vector<std::pair<uint8_t, sym::Count>> General;
+  /// symbols, or outside a univariate scope); null when there are none.
+  std::unique_ptr<GeneralCells> General;
 
   sym::Count get(unsigned K) const;
   void set(unsigned K, const sym::Count &C);

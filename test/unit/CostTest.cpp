@@ -140,6 +140,27 @@ TEST(SymbolicCostTest, PackedCountsReadBackAsSet) {
   Same(F.Transcendentals, 4);
   EXPECT_EQ(*S.fwd().Macs.evaluate([](llvm::StringRef) { return std::optional<int64_t>(2); }),
             2 * 4 + 1 + 7);
+  // Only nonzero coefficients are kept, in cell order: rewriting a cell in
+  // the middle leaves the cells after it as they were, and a copy reads the
+  // same.
+  S.setFwdBytes(B * B * B);
+  SymbolicCost Copy = S;
+  for (const SymbolicCost *X : {&S, &Copy}) {
+    Same(X->fwdBytes(), B * B * B);
+    Same(X->fwd().Transcendentals, 4);
+    W = X->bwd();
+    Same(W.Macs, B);
+    Same(W.Transcendentals, 1);
+    Same(W.Bytes, Fast * 3);
+    Same(X->savedBytes(), General + Fast);
+  }
+  // A fast form in another symbol than the cells' is kept whole.
+  sym::UnivariateScope InC(sym::symbol("c"));
+  Count C = Sym("c") * 5;
+  ASSERT_TRUE(C.univariate().has_value());
+  S.setSavedBytes(C);
+  Same(S.savedBytes(), C);
+  Same(S.bwd().Macs, B);
 }
 
 // A cost's saved activations are kept as operand positions: a bit each for
