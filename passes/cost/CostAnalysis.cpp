@@ -717,6 +717,46 @@ sym::Count SymbolicCost::get(unsigned K) const {
   return Poly ? sym::Count::univariateOf(Symbol, C) : sym::Count(C[0]);
 }
 
+SymbolicCost::SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd,
+                           const sym::Count &SavedBytes) {
+  // Every cell's coefficients gathered first, so that the packed list is
+  // sized once.
+  const sym::Count *All[Cells] = {&Fwd.Flops, &Fwd.Macs, &Fwd.Transcendentals, &Fwd.Bytes,
+                                  &Bwd.Flops, &Bwd.Macs, &Bwd.Transcendentals, &Bwd.Bytes,
+                                  &SavedBytes};
+  std::array<double, Cells * Degrees> Packed;
+  size_t N = 0;
+  for (unsigned K = 0; K < Cells; ++K) {
+    std::array<double, Degrees> C;
+    if (!coefficients(*All[K], C)) {
+      if (!General)
+        General = std::make_unique<GeneralCells>();
+      General->emplace_back(uint8_t(K), *All[K]);
+      continue;
+    }
+    for (unsigned D = 0; D < Degrees; ++D)
+      if (C[D] != 0) {
+        Packed[N++] = C[D];
+        Mask |= uint64_t(1) << (Degrees * K + D);
+      }
+  }
+  Coefs.assign(Packed.begin(), Packed.begin() + N);
+}
+
+bool SymbolicCost::coefficients(const sym::Count &C, std::array<double, Degrees> &Out) {
+  Out = {};
+  if (C.isNumber()) {
+    Out[0] = C.number();
+    return true;
+  }
+  auto U = C.univariate();
+  if (!U || (Symbol && Symbol != C.univariateSymbol()))
+    return false;
+  Out = *U;
+  Symbol = C.univariateSymbol();
+  return true;
+}
+
 void SymbolicCost::set(unsigned K, const sym::Count &C) {
   if (General) {
     llvm::erase_if(*General, [&](const auto &E) { return E.first == K; });
@@ -729,13 +769,8 @@ void SymbolicCost::set(unsigned K, const sym::Count &C) {
   size_t At = llvm::popcount(Mask & ((uint64_t(1) << First) - 1));
   Coefs.erase(Coefs.begin() + At, Coefs.begin() + At + llvm::popcount(Mask & CellBits));
   Mask &= ~CellBits;
-  std::array<double, Degrees> New{};
-  if (C.isNumber()) {
-    New[0] = C.number();
-  } else if (auto U = C.univariate(); U && (!Symbol || Symbol == C.univariateSymbol())) {
-    New = *U;
-    Symbol = C.univariateSymbol();
-  } else {
+  std::array<double, Degrees> New;
+  if (!coefficients(C, New)) {
     if (!General)
       General = std::make_unique<GeneralCells>();
     General->emplace_back(uint8_t(K), C);

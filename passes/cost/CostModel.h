@@ -72,17 +72,13 @@ inline PhaseCount countsOf(const PhaseCost &P) {
 /// Packed: a number, or a formula in the fast univariate form (the graph's
 /// leading symbol: what nearly every node of `analyze` and `plan` costs),
 /// is up to four coefficients of b^0 .. b^3 in the one symbol b every cell
-/// shares, and only the nonzero ones are kept (a bit each in Mask): an
-/// element-wise node's cost is five or six doubles. Any other formula is
+/// shares, and only the nonzero ones are kept (a bit each in Mask): two to
+/// eight doubles a node. Any other formula is
 /// kept whole beside them. (Nine Counts held as such took 648 bytes a node;
-/// nine four-coefficient cells with their symbol, 384.)
+/// nine four-coefficient cells with their symbol, 384; this, 104.)
 class SymbolicCost {
 public:
-  SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd, const sym::Count &SavedBytes) {
-    setFwd(Fwd);
-    setBwd(Bwd);
-    setSavedBytes(SavedBytes);
-  }
+  SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd, const sym::Count &SavedBytes);
   SymbolicCost(const SymbolicCost &O)
       : Symbol(O.Symbol), Mask(O.Mask), Coefs(O.Coefs),
         General(O.General ? std::make_unique<GeneralCells>(*O.General) : nullptr) {}
@@ -110,14 +106,18 @@ private:
   sym::ExprRef Symbol = nullptr;
   /// Bit Degrees*K + d: cell K's coefficient of b^d is nonzero and in Coefs.
   uint64_t Mask = 0;
-  /// The nonzero coefficients, in bit order.
-  llvm::SmallVector<double, 5> Coefs;
+  /// The nonzero coefficients, in bit order (a matrix product's cost has
+  /// eight: none spills in the synthetic or GPT benchmark graphs).
+  llvm::SmallVector<double, 8> Coefs;
   /// The counts neither form holds, by cell (rare: a formula in several
   /// symbols, or outside a univariate scope); null when there are none.
   std::unique_ptr<GeneralCells> General;
 
   sym::Count get(unsigned K) const;
   void set(unsigned K, const sym::Count &C);
+  /// C's nonzero coefficients (C a number or in Symbol's fast form, which
+  /// it may set), or false: C is a general formula.
+  bool coefficients(const sym::Count &C, std::array<double, Degrees> &Out);
   PhaseCount phase(unsigned K) const {
     return {get(K), get(K + 1), get(K + 2), get(K + 3)};
   }
