@@ -286,12 +286,13 @@ private:
   std::string BatchSymbol;
   /// Each value's bytes as a polynomial in the micro-batch, by value
   /// (main graph and subgraphs), taken while the batch was a symbol.
-  llvm::DenseMap<const Value *, BatchPoly> ValueBytes;
+  /// (A value whose bytes do not grow with the batch has none.)
+  std::unique_ptr<ValueMap<std::optional<BatchPoly>>> ValueBytes;
   /// Per cost row (of both analyses: one graph, one order): modeled with
   /// the batch a symbol; and the extra saved bytes (masks, statistics) of
   /// the rows that have them, as polynomials.
   std::vector<uint8_t> SymModeled;
-  std::vector<std::string> SymUnmodeled; ///< the reason, for rows not modeled
+  llvm::DenseMap<size_t, std::string> SymUnmodeled; ///< the reason, for rows not modeled
 
   llvm::DenseMap<size_t, BatchPoly> SavedExtra;
   std::vector<Position> Pos;

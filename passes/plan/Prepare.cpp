@@ -48,8 +48,10 @@ std::optional<size_t> positionOf(const Graph &G, const Node *N) {
 BatchPoly Planner::bytesOf(const Value *V) const {
   // Values whose size does not grow with the batch are not listed: their
   // bytes at micro-batch 1 are every micro-batch's.
-  auto It = ValueBytes.find(V);
-  return It != ValueBytes.end() ? It->second : BatchPoly::constant(valueBytes(V, FloatBytes));
+  if (ValueBytes)
+    if (std::optional<BatchPoly> P = ValueBytes->lookup(V))
+      return *P;
+  return BatchPoly::constant(valueBytes(V, FloatBytes));
 }
 
 llvm::Error Planner::takePolynomials(const CostResult &Sym) {
@@ -86,7 +88,6 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     return false;
   };
   SymModeled.resize(Sym.Nodes.size());
-  SymUnmodeled.resize(Sym.Nodes.size());
   for (size_t I = 0; I < Sym.Nodes.size(); ++I) {
     const NodeCost &NC = Sym.Nodes[I];
     SymModeled[I] = NC.Modeled && !OtherSymbol(NC);
@@ -142,6 +143,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
   }
   // Each value whose bytes grow with the batch (the others are taken from
   // the bound graph).
+  ValueBytes = std::make_unique<ValueMap<std::optional<BatchPoly>>>(G, std::nullopt);
   auto Take = [&](const Graph &Gr) {
     for (const Value &V : Gr.Values) {
       if (V.numElements() || !V.Shp)
@@ -149,7 +151,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
       sym::CountScope Scope;
       std::optional<BatchPoly> P = batchPoly(valueCount(&V, FloatBytes), BatchSymbol);
       if (P)
-        ValueBytes[&V] = *P;
+        (*ValueBytes)[&V] = *P;
     }
   };
   Take(G);
@@ -280,7 +282,7 @@ llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
 }
 
 llvm::Error Planner::finishLoad() {
-  std::vector<std::string>().swap(SymUnmodeled);
+  SymUnmodeled.clear();
   if (C1.UnmodeledNodes)
     Diags.warn(M1->Path, formatv("{0} node(s) cannot be costed and are left out of the "
                                  "plan (see ridge analyze)",
