@@ -20,8 +20,10 @@
 //===----------------------------------------------------------------------===//
 #include "passes/cost/CostModel.h"
 #include "passes/cost/KVCache.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/bit.h"
 #include <map>
+#include <set>
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace ridge;
@@ -42,26 +44,33 @@ bool isTrainingOp(const Node &N) {
           N.OpType.starts_with("InPlaceAccumulator"));
 }
 
-/// The free symbols of C's formulas, sorted, each once.
+/// The free symbols of C's formulas, sorted, each once. A formula in the
+/// fast univariate form names its symbol by pointer: a name is made once
+/// per symbol, not once per node.
 static std::vector<std::string> findFreeSymbols(const CostResult &C) {
-  std::vector<std::string> Out;
   if (!C.Sym)
-    return Out;
-  const CostResult::Formulas *Sym = &*C.Sym;
-  const auto &Nodes = C.Nodes;
-  for (const sym::Count *X : {&Sym->Fwd.Flops, &Sym->Fwd.Bytes, &Sym->Fwd.Transcendentals,
-                              &Sym->Bwd.Flops, &Sym->Bwd.Bytes, &Sym->Bwd.Transcendentals,
-                              &Sym->SavedActivationBytes})
-    for (std::string &S : X->symbols())
-      Out.push_back(std::move(S));
+    return {};
+  llvm::SmallPtrSet<sym::ExprRef, 4> Seen;
+  std::set<std::string> Names;
+  auto Take = [&](const sym::Count &X) {
+    if (sym::ExprRef S = X.univariateSymbol()) {
+      if (Seen.insert(S).second)
+        Names.insert(S->name().str());
+      return;
+    }
+    for (std::string &S : X.symbols())
+      Names.insert(std::move(S));
+  };
+  const CostResult::Formulas &Sym = *C.Sym;
+  for (const sym::Count *X : {&Sym.Fwd.Flops, &Sym.Fwd.Bytes, &Sym.Fwd.Transcendentals,
+                              &Sym.Bwd.Flops, &Sym.Bwd.Bytes, &Sym.Bwd.Transcendentals,
+                              &Sym.SavedActivationBytes})
+    Take(*X);
   // A node's formula can cancel in the totals (rare); its symbols still count.
-  for (const NodeCost &NC : Nodes)
+  for (const NodeCost &NC : C.Nodes)
     if (NC.Sym)
-      for (std::string &S : NC.Sym->fwdBytes().symbols())
-        Out.push_back(std::move(S));
-  llvm::sort(Out);
-  Out.erase(std::unique(Out.begin(), Out.end()), Out.end());
-  return Out;
+      Take(NC.Sym->fwdBytes());
+  return {Names.begin(), Names.end()};
 }
 
 class CostWalker {
