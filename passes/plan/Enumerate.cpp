@@ -18,7 +18,7 @@ std::vector<PlanConfig> Planner::enumerate(unsigned N, const PlanOptions &Opts) 
   unsigned MaxTP = Opts.MaxTP ? Opts.MaxTP : K;
   size_t Work = 0;
   for (const Position &X : Pos)
-    Work += X.Fwd.Flops.at(1) > 0;
+    Work += fwd(X).Flops.at(1) > 0;
   for (unsigned T : divisors(N)) {
     if ((Opts.TP && T != *Opts.TP) || (!Opts.TP && T > MaxTP))
       continue;

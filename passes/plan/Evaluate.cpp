@@ -85,16 +85,17 @@ void Planner::placeSlots(Workspace &W) {
     unsigned Kind = Slot & 3, Sp = Kind != 0;
     const Position &X = *ClassRep[Slot >> 2];
     double Scale = Sp ? 1.0 / T : 1.0;
-    PhaseCost F = X.Fwd.at(Mb, Scale), Bc = X.Bwd.at(Mb, Scale);
+    const PolyPhase &XF = fwd(X), &XB = bwd(X);
+    PhaseCost F = XF.at(Mb, Scale), Bc = XB.at(Mb, Scale);
     if (Kernels && X.Product) {
       productTimes(W, X, Mb, Kind, T, G.SlotTF[Slot], G.SlotTB[Slot]);
     } else {
       G.SlotTF[Slot] = placeOnDevice(F, Dev, X.Type, Cfg).Seconds;
       G.SlotTB[Slot] = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg).Seconds : 0;
     }
-    W.SlotMF[Slot] = (X.Fwd.Flops.at(Mb) + X.Bwd.Flops.at(Mb)) * T * Scale;
-    W.SlotMM0[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 1 + X.Bwd.Macs.at(Mb)) * T * Scale;
-    W.SlotMM1[Slot] = 2 * (X.Fwd.Macs.at(Mb) * 2 + X.Bwd.Macs.at(Mb)) * T * Scale;
+    W.SlotMF[Slot] = (XF.Flops.at(Mb) + XB.Flops.at(Mb)) * T * Scale;
+    W.SlotMM0[Slot] = 2 * (XF.Macs.at(Mb) * 1 + XB.Macs.at(Mb)) * T * Scale;
+    W.SlotMM1[Slot] = 2 * (XF.Macs.at(Mb) * 2 + XB.Macs.at(Mb)) * T * Scale;
   }
 }
 

@@ -89,7 +89,9 @@ struct PolyPhase {
 /// recomputation flags are in the planner's per-position tables).
 struct Position {
   const Node *N = nullptr;
-  PolyPhase Fwd, Bwd;
+  /// The forward's and backward's costs: indices into Planner::Phases (a
+  /// graph of repeated layers has few distinct ones; 0 is all zero).
+  uint32_t Fwd = 0, Bwd = 0;
   bool NeedsBackward = false;
   DType Type = DType::Float;
   /// A matrix product (MatMul, Gemm) whose dims are known as formulas in
@@ -296,6 +298,17 @@ private:
 
   llvm::DenseMap<size_t, BatchPoly> SavedExtra;
   std::vector<Position> Pos;
+  /// The distinct phase costs positions hold (Position::Fwd, Bwd), the zero
+  /// phase first, each once (PhaseIndex: by their bits).
+  std::vector<PolyPhase> Phases;
+  struct PhaseKeyHash {
+    size_t operator()(const std::array<uint64_t, 16> &K) const;
+  };
+  std::unordered_map<std::array<uint64_t, 16>, uint32_t, PhaseKeyHash> PhaseIndex;
+  /// P's index in Phases, added when new.
+  uint32_t internPhase(const PolyPhase &P);
+  const PolyPhase &fwd(const Position &X) const { return Phases[X.Fwd]; }
+  const PolyPhase &bwd(const Position &X) const { return Phases[X.Bwd]; }
   std::vector<BatchPoly> LiveBytes; ///< activation bytes live on boundary k (before position k)
   /// Stage boundaries: after the last position of each segment between the
   /// graph's single-tensor cuts (a transformer's layer halves, a CNN's

@@ -58,6 +58,9 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
   const Graph &G = *M1->Main;
   size_t N = G.Nodes.size();
   Pos.resize(N);
+  Phases.clear();
+  PhaseIndex.clear();
+  internPhase(PolyPhase()); // index 0, every position's until costed
   auto NotPolynomial = [&](const Node &Nd, const sym::Count &C) {
     return fileError(M1->Path,
                      formatv("cannot plan: a count of node '{0}' ({1}) is {2}, not a polynomial "
@@ -111,7 +114,10 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
       X.Macs = X.Macs * NC.multiplier();
       X.Transc = X.Transc * NC.multiplier();
       X.Bytes = X.Bytes * NC.multiplier();
-      (Bwd ? Pos[*P].Bwd : Pos[*P].Fwd) += X;
+      uint32_t &Idx = Bwd ? Pos[*P].Bwd : Pos[*P].Fwd;
+      PolyPhase Sum = Phases[Idx];
+      Sum += X;
+      Idx = internPhase(Sum);
     }
     sym::Count Extra = NC.savedCounts();
     if (Extra != 0) {
@@ -293,6 +299,28 @@ llvm::Error Planner::finishLoad() {
   return llvm::Error::success();
 }
 
+size_t Planner::PhaseKeyHash::operator()(const std::array<uint64_t, 16> &K) const {
+  uint64_t H = 1469598103934665603ULL;
+  for (uint64_t B : K) {
+    H = (H ^ B) * 1099511628211ULL;
+    H ^= H >> 29;
+  }
+  return size_t(H);
+}
+
+uint32_t Planner::internPhase(const PolyPhase &P) {
+  std::array<uint64_t, 16> Key;
+  uint64_t *Out = Key.data();
+  for (const BatchPoly *X : {&P.Flops, &P.Macs, &P.Transc, &P.Bytes}) {
+    std::memcpy(Out, X->C.data(), sizeof(X->C));
+    Out += X->C.size();
+  }
+  auto [It, New] = PhaseIndex.try_emplace(Key, uint32_t(Phases.size()));
+  if (New)
+    Phases.push_back(P);
+  return It->second;
+}
+
 void Planner::sumPositions() {
   const Graph &G = *M1->Main;
   size_t N = G.Nodes.size();
@@ -425,21 +453,21 @@ void Planner::findBoundaries() {
 void Planner::classifyPositions() {
   // Positions with equal costs, type and backward flag take equal times at
   // every micro-batch and split: one class each.
-  constexpr size_t PhaseWords = 4 * (BatchPoly::MaxDegree + 1);
+  // (Equal phases share one index in Phases: equal indices are equal bits.)
   struct Key {
-    std::array<uint64_t, 2 * PhaseWords> Bits;
+    uint32_t Fwd, Bwd;
     std::array<double, 4 * (BatchPoly::MaxDegree + 1) + 2> Gemm; ///< a product's dims and gradients (else 0)
     uint8_t Type;
     bool NeedsBackward;
     bool operator==(const Key &O) const {
-      return Bits == O.Bits && Gemm == O.Gemm && Type == O.Type &&
+      return Fwd == O.Fwd && Bwd == O.Bwd && Gemm == O.Gemm && Type == O.Type &&
              NeedsBackward == O.NeedsBackward;
     }
   };
   struct Hash {
     size_t operator()(const Key &K) const {
       uint64_t H = 1469598103934665603ULL ^ K.Type ^ (uint64_t(K.NeedsBackward) << 8);
-      for (uint64_t B : K.Bits) {
+      for (uint64_t B : {uint64_t(K.Fwd), uint64_t(K.Bwd)}) {
         H = (H ^ B) * 1099511628211ULL;
         H ^= H >> 29;
       }
@@ -451,20 +479,14 @@ void Planner::classifyPositions() {
       return size_t(H);
     }
   };
-  auto Put = [](uint64_t *Out, const PolyPhase &A) {
-    for (const BatchPoly *X : {&A.Flops, &A.Macs, &A.Transc, &A.Bytes}) {
-      std::memcpy(Out, X->C.data(), sizeof(X->C));
-      Out += X->C.size();
-    }
-  };
   size_t N = Pos.size();
   std::unordered_map<Key, uint32_t, Hash> Classes;
   ClassOf.resize(N);
   for (size_t P = 0; P < N; ++P) {
     const Position &X = Pos[P];
     Key Ky;
-    Put(Ky.Bits.data(), X.Fwd);
-    Put(Ky.Bits.data() + PhaseWords, X.Bwd);
+    Ky.Fwd = X.Fwd;
+    Ky.Bwd = X.Bwd;
     Ky.Gemm = {};
     if (X.Product) {
       size_t J = 0;
