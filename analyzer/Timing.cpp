@@ -40,3 +40,10 @@ Timing::Scope::~Scope() {
   if (!Owner->Open.empty())
     Owner->Open.back()->startTimer();
 }
+
+std::optional<double> Timing::wallSeconds(llvm::StringRef Name) const {
+  auto It = Timers.find(Name);
+  if (It == Timers.end())
+    return std::nullopt;
+  return It->second->getTotalTime().getWallTime();
+}

@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Timer.h"
 #include <memory>
+#include <optional>
 
 namespace ridge {
 
@@ -23,6 +24,9 @@ public:
   explicit Timing(bool Enabled);
   ~Timing();
   bool enabled() const { return Group != nullptr; }
+  /// The wall seconds accumulated under Name so far (its own time, nested
+  /// scopes excluded); none when no scope of that name has run.
+  std::optional<double> wallSeconds(llvm::StringRef Name) const;
 
   /// Accumulates wall time under Name while alive; no-op when disabled.
   class Scope {
