@@ -73,9 +73,9 @@ inline PhaseCount countsOf(const PhaseCost &P) {
 /// leading symbol: what nearly every node of `analyze` and `plan` costs),
 /// is up to four coefficients of b^0 .. b^3 in the one symbol b every cell
 /// shares, and only the nonzero ones are kept (a bit each in Mask): two to
-/// eight doubles a node. Any other formula is
-/// kept whole beside them. (Nine Counts held as such took 648 bytes a node;
-/// nine four-coefficient cells with their symbol, 384; this, 104.)
+/// eight doubles a node. Any other formula is kept whole beside them. (Nine
+/// Counts held as such took 648 bytes a node; nine four-coefficient cells
+/// with their symbol, 384; this, 104.)
 class SymbolicCost {
 public:
   SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd, const sym::Count &SavedBytes);

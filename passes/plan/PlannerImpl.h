@@ -301,10 +301,11 @@ private:
   /// The distinct phase costs positions hold (Position::Fwd, Bwd), the zero
   /// phase first, each once (PhaseIndex: by their bits).
   std::vector<PolyPhase> Phases;
+  using PhaseKey = std::array<uint64_t, 4 * (BatchPoly::MaxDegree + 1)>; ///< a phase's bits
   struct PhaseKeyHash {
-    size_t operator()(const std::array<uint64_t, 16> &K) const;
+    size_t operator()(const PhaseKey &K) const;
   };
-  std::unordered_map<std::array<uint64_t, 16>, uint32_t, PhaseKeyHash> PhaseIndex;
+  std::unordered_map<PhaseKey, uint32_t, PhaseKeyHash> PhaseIndex;
   /// P's index in Phases, added when new.
   uint32_t internPhase(const PolyPhase &P);
   const PolyPhase &fwd(const Position &X) const { return Phases[X.Fwd]; }

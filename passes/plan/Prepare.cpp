@@ -34,6 +34,16 @@ std::optional<BatchPoly> batchPoly(const sym::Count &C, llvm::StringRef Batch) {
   return P;
 }
 
+constexpr uint64_t FnvBasis = 1469598103934665603ULL;
+/// FNV-1a over 64-bit words from H, each step folding the high bits down.
+uint64_t hashWords(uint64_t H, llvm::ArrayRef<uint64_t> Words) {
+  for (uint64_t B : Words) {
+    H = (H ^ B) * 1099511628211ULL;
+    H ^= H >> 29;
+  }
+  return H;
+}
+
 /// The main-graph position that holds N (N itself, or the control-flow
 /// node whose body holds it); none for a node outside the main graph's tree.
 std::optional<size_t> positionOf(const Graph &G, const Node *N) {
@@ -299,17 +309,12 @@ llvm::Error Planner::finishLoad() {
   return llvm::Error::success();
 }
 
-size_t Planner::PhaseKeyHash::operator()(const std::array<uint64_t, 16> &K) const {
-  uint64_t H = 1469598103934665603ULL;
-  for (uint64_t B : K) {
-    H = (H ^ B) * 1099511628211ULL;
-    H ^= H >> 29;
-  }
-  return size_t(H);
+size_t Planner::PhaseKeyHash::operator()(const PhaseKey &K) const {
+  return size_t(hashWords(FnvBasis, K));
 }
 
 uint32_t Planner::internPhase(const PolyPhase &P) {
-  std::array<uint64_t, 16> Key;
+  PhaseKey Key;
   uint64_t *Out = Key.data();
   for (const BatchPoly *X : {&P.Flops, &P.Macs, &P.Transc, &P.Bytes}) {
     std::memcpy(Out, X->C.data(), sizeof(X->C));
@@ -466,17 +471,11 @@ void Planner::classifyPositions() {
   };
   struct Hash {
     size_t operator()(const Key &K) const {
-      uint64_t H = 1469598103934665603ULL ^ K.Type ^ (uint64_t(K.NeedsBackward) << 8);
-      for (uint64_t B : {uint64_t(K.Fwd), uint64_t(K.Bwd)}) {
-        H = (H ^ B) * 1099511628211ULL;
-        H ^= H >> 29;
-      }
-      for (double G : K.Gemm) {
-        uint64_t B;
-        std::memcpy(&B, &G, sizeof(B));
-        H = (H ^ B) * 1099511628211ULL;
-      }
-      return size_t(H);
+      uint64_t H = FnvBasis ^ K.Type ^ (uint64_t(K.NeedsBackward) << 8);
+      H = hashWords(H, {uint64_t(K.Fwd), uint64_t(K.Bwd)});
+      std::array<uint64_t, std::tuple_size_v<decltype(K.Gemm)>> Gemm;
+      std::memcpy(Gemm.data(), K.Gemm.data(), sizeof(Gemm));
+      return size_t(hashWords(H, Gemm));
     }
   };
   size_t N = Pos.size();
