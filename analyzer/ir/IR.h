@@ -16,7 +16,6 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMapEntry.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/ADT/TinyPtrVector.h"
 #include "llvm/ADT/iterator.h"
 #include "llvm/ADT/iterator_range.h"
 #include "llvm/Support/FormatProviders.h"
@@ -415,7 +414,8 @@ public:
   }
   /// The nodes reading the value, once per operand position that reads it.
   /// One pointer in place (most values have one reader; a 1M-node graph has
-  /// 1.5M values), a heap list past one.
+  /// 1.5M values), a block in the graph's user arena past one (UserList;
+  /// Graph::addUser appends).
   UserList Users;
   /// Small integer constant contents, when the loader saw them (shape
   /// tensors, axes, index tables of at most MaxIntValueElems elements);
