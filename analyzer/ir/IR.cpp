@@ -126,21 +126,21 @@ static unsigned hashDims(llvm::ArrayRef<Dim> D) {
       reinterpret_cast<const uint8_t *>(D.data()), D.size() * sizeof(Dim))));
 }
 
-const Shape *ridge::internShape(const Shape &S) {
+const InternedShape *ridge::internShape(const Shape &S) {
   static std::mutex Lock;
   // Shapes in a deque never move; the index maps a hash to the shapes
   // with it (collisions compared dim by dim).
-  static std::deque<Shape> Pool;
-  static llvm::DenseMap<unsigned, llvm::TinyPtrVector<const Shape *>> Index;
+  static std::deque<InternedShape> Pool;
+  static llvm::DenseMap<unsigned, llvm::TinyPtrVector<const InternedShape *>> Index;
   unsigned H = hashDims(S.Dims);
   if (H >= ~1u) // DenseMap's reserved keys
     H = 0;
   std::lock_guard<std::mutex> Hold(Lock);
-  llvm::TinyPtrVector<const Shape *> &Bucket = Index[H];
-  for (const Shape *P : Bucket)
+  llvm::TinyPtrVector<const InternedShape *> &Bucket = Index[H];
+  for (const InternedShape *P : Bucket)
     if (llvm::ArrayRef<Dim>(P->Dims) == llvm::ArrayRef<Dim>(S.Dims))
       return P;
-  Pool.push_back(S);
+  Pool.push_back(InternedShape{S, S.numElements()});
   Bucket.push_back(&Pool.back());
   return &Pool.back();
 }

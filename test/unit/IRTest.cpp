@@ -62,6 +62,38 @@ TEST(ValueShape, EqualShapesShareOneCopy) {
   EXPECT_EQ(std::optional<Shape>(V.Shp), std::nullopt);
 }
 
+// An interned shape keeps its element count: a value reads it without
+// scanning the dims, and a shape with a symbolic or unknown dim has none.
+TEST(ValueShape, InternedShapeKeepsItsElementCount) {
+  Value V;
+  EXPECT_EQ(V.numElements(), std::nullopt); // unknown rank
+  V.Shp = Shape{{Dim::known(6), Dim::known(7)}};
+  EXPECT_EQ(internShape(*V.Shp)->Elements, 42.0);
+  EXPECT_EQ(V.numElements(), 42.0);
+  EXPECT_TRUE(V.hasKnownShape());
+  V.Shp = Shape{};
+  EXPECT_EQ(V.numElements(), 1.0); // a scalar
+  V.Shp = Shape{{Dim::known(6), Dim::symbolic("batch")}};
+  EXPECT_EQ(V.numElements(), std::nullopt);
+  EXPECT_FALSE(V.hasKnownShape());
+  V.Shp = Shape{{Dim::known(6), Dim()}};
+  EXPECT_EQ(V.numElements(), std::nullopt);
+}
+
+// An interned string against a literal compares the literal's own length
+// (a prefix or an extension of it is not equal); a C string that is not a
+// literal goes through StringRef.
+TEST(InternedString, ComparesWithLiteralsAndCStrings) {
+  InternedString S = InternedString::of("Constant");
+  EXPECT_TRUE(S == "Constant");
+  EXPECT_FALSE(S == "Const");
+  EXPECT_FALSE(S == "ConstantOfShape");
+  EXPECT_TRUE(S != "ConstantOfShape");
+  const char *C = "Constant";
+  EXPECT_TRUE(S == C);
+  EXPECT_TRUE(InternedString() == "");
+}
+
 TEST(Value, BytesFollowElementType) {
   Value V;
   V.Elem = DType::BFloat16;
