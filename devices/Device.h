@@ -156,6 +156,13 @@ struct Device {
   }
   /// The rate of element-wise (non-matrix) FLOPs in dtype T.
   double vectorPeak(DType T) const;
+  /// The rate of matrix-product FLOPs in dtype T: peak(T), else (no matrix
+  /// figure for T) vectorPeak(T). Looked up only as far as needed: this
+  /// runs for every phase of every node.
+  double matrixPeak(DType T) const {
+    std::optional<double> P = peak(T);
+    return P ? *P : vectorPeak(T);
+  }
   std::string SourcePath;    ///< the file it was read from
 
   /// Peak for a dtype, nullopt when unsupported. The fp8 entry serves all four

@@ -168,7 +168,7 @@ MathUnit ridge::mathUnit(const Device &D, DType T, const Config &Cfg) {
   double SMs = std::max(1u, D.ComputeUnits);
   bool Tf32 = T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0;
   U.Tensor = Tf32 ? D.Tf32MatrixUnits : D.hasMatrixUnits(T);
-  double Peak = Tf32 ? D.Tf32Flops : D.peak(T).value_or(D.vectorPeak(T));
+  double Peak = Tf32 ? D.Tf32Flops : D.matrixPeak(T);
   U.PeakPerSM = Peak / SMs;
   U.Efficiency = U.Tensor || D.EffSimt <= 0 ? D.EffCompute : D.EffSimt;
   return U;
@@ -179,7 +179,7 @@ namespace {
 /// The CUDA-core unit, for products tensor cores cannot take.
 MathUnit simtUnit(const Device &D) {
   MathUnit U;
-  U.PeakPerSM = D.peak(DType::Float).value_or(D.vectorPeak(DType::Float)) /
+  U.PeakPerSM = D.matrixPeak(DType::Float) /
                 std::max(1u, D.ComputeUnits);
   U.Efficiency = D.EffSimt > 0 ? D.EffSimt : D.EffCompute;
   return U;
@@ -200,11 +200,11 @@ struct KernelContext {
   }
   const Shape *shape(unsigned I) const {
     const Value *V = NC.N->input(I);
-    return V && V->Shp && V->Shp->isFullyKnown() ? &*V->Shp : nullptr;
+    return V && V->hasKnownShape() ? &*V->Shp : nullptr;
   }
   const Shape *outShape() const {
     const Value *V = NC.N->output(0);
-    return V && V->Shp && V->Shp->isFullyKnown() ? &*V->Shp : nullptr;
+    return V && V->hasKnownShape() ? &*V->Shp : nullptr;
   }
 };
 
@@ -229,7 +229,7 @@ bool nbitsKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   double Stored = 0;
   for (unsigned I = 1; I < N.Inputs.size() && I <= 3; ++I) // weight, scales, zero points
     if (const Value *V = N.input(I))
-      if (std::optional<double> E = V->Shp ? V->Shp->numElements() : std::nullopt)
+      if (std::optional<double> E = V->numElements())
         Stored += *E * dtypeBytes(V->Elem);
   if (!(Stored > 0))
     return false;
@@ -321,7 +321,7 @@ std::optional<std::array<T, 4>> productDimsOf(const Node &N, FullFn Full, DimFn 
 
 std::optional<GemmShape> ridge::productShape(const Node &N) {
   auto Known = [](const Value *V) -> const Shape * {
-    return V && V->Shp && V->Shp->isFullyKnown() ? &*V->Shp : nullptr;
+    return V && V->hasKnownShape() ? &*V->Shp : nullptr;
   };
   auto D = productDimsOf<double>(N, Known, [](const Shape &S, int I) { return dim(S, I); });
   if (!D)

@@ -56,7 +56,7 @@ llvm::Error PrintPartitionPass::run(Model &M, AnalysisManager &AM) {
   const Device &D = *Cfg.Dev;
   std::optional<double> FB = floatBytes(Cfg);
   DType T = Cfg.ComputeDType.value_or(DType::Float);
-  double Pi = D.peak(T).value_or(D.vectorPeak(T));
+  double Pi = D.matrixPeak(T);
   auto LinkRidge = [&](const LinkSpec &L, double Eff) {
     return L.present() ? Pi / (L.Bandwidth * Eff) : INFINITY;
   };

@@ -55,11 +55,12 @@ PhaseTime ridge::placeOnDevice(const PhaseCost &P, const Device &D, DType T,
                                const Config &Cfg) {
   double MatrixFlops = 2 * P.Macs;
   double VectorFlops = std::max(0.0, P.Flops - MatrixFlops);
-  double MatrixPeak = T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
-                          ? D.Tf32Flops
-                          : D.peak(T).value_or(D.vectorPeak(T));
+  std::optional<double> Peak = D.peak(T);
+  double VectorPeak = D.vectorPeak(T);
+  double MatrixPeak =
+      T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0 ? D.Tf32Flops : Peak.value_or(VectorPeak);
   double Pi = MatrixPeak * D.matrixEfficiency(MatrixFlops);
-  double Vector = D.vectorPeak(T) * D.vectorEfficiency(VectorFlops);
+  double Vector = VectorPeak * D.vectorEfficiency(VectorFlops);
   double Beta = D.MemBandwidth * D.memoryEfficiency(P.Bytes);
   double Tau = D.TranscendentalsPerS * D.EffCompute;
   return placePhase(P, Pi, Vector, Beta, Tau, D.LaunchOverhead, D.perKernelOverhead(),
@@ -123,7 +124,7 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   R.StepType = Cfg.ComputeDType.value_or(DType::Float);
   R.MatrixPeak = R.StepType == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
                      ? D.Tf32Flops
-                     : D.peak(R.StepType).value_or(D.vectorPeak(R.StepType));
+                     : D.matrixPeak(R.StepType);
   if (R.VectorPeak <= 0)
     R.VectorPeak = R.MatrixPeak; // a device with no fp32 figure
   R.RidgePoint = R.MatrixPeak / R.Bandwidth;
