@@ -631,6 +631,7 @@ std::vector<std::string> Count::symbols() const {
 
 UnivariateScope::UnivariateScope(ExprRef Symbol) : Outer(PolySymbol) { PolySymbol = Symbol; }
 UnivariateScope::~UnivariateScope() { PolySymbol = Outer; }
+ExprRef UnivariateScope::current() { return PolySymbol; }
 
 CountScope::CountScope() : Outer(Current) { Current = this; }
 CountScope::~CountScope() { Current = Outer; }

@@ -227,6 +227,9 @@ class UnivariateScope {
 public:
   explicit UnivariateScope(ExprRef Symbol);
   ~UnivariateScope();
+  /// The innermost scope's symbol on this thread (null outside any): what
+  /// decides the form Count::of gives a formula.
+  static ExprRef current();
   UnivariateScope(const UnivariateScope &) = delete;
   UnivariateScope &operator=(const UnivariateScope &) = delete;
 

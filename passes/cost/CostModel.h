@@ -55,6 +55,8 @@ template <typename T> struct PhaseAmounts {
     return *this;
   }
   PhaseAmounts operator*(double K) const {
+    if (K == 1) // nearly every node (its multiplier): formulas are not remade
+      return *this;
     return {Flops * K, Macs * K, Transcendentals * K, Bytes * K};
   }
 };

@@ -46,19 +46,40 @@ Count ridge::elementCount(const Value *V) {
     return *N;
   if (!V->Shp)
     return Count::undecided("'" + V->Name.str() + "' has no known rank");
+  // Every value of one (interned) symbolic shape has the same formula: it
+  // is made once per shape on this thread and then copied (a cost rule asks
+  // for several a node; making each anew was a tenth of a batch-free
+  // analyze). The key holds the univariate symbol, which decides the
+  // formula's form. Shapes and symbols are never freed, so a key is never
+  // reused by another. An unknown result is not kept: its reason must be
+  // noted in the scope of each rule that meets it.
+  struct Entry {
+    const Shape *S = nullptr;
+    sym::ExprRef Poly = nullptr;
+    Count N;
+  };
+  thread_local std::array<Entry, 32> Memo;
+  const Shape *S = &*V->Shp;
+  sym::ExprRef Poly = sym::UnivariateScope::current();
+  Entry &E = Memo[(reinterpret_cast<uintptr_t>(S) >> 4) % Memo.size()];
+  if (E.S == S && E.Poly == Poly)
+    return E.N;
   // The known extents multiply as a number first: a formula is made only
   // of the symbolic dims (no constant Expr interned for each known one).
   double Known = 1;
   Count N = 1;
-  for (const Dim &D : V->Shp->Dims) {
+  for (const Dim &D : S->Dims) {
     if (!D.isDetermined())
-      return Count::undecided("'" + V->Name.str() + "' has unknown shape " + V->Shp->str());
+      return Count::undecided("'" + V->Name.str() + "' has unknown shape " + S->str());
     if (D.isKnown())
       Known *= double(D.extent());
     else
       N *= Count::of(D.expr());
   }
-  return N * Known;
+  N = N * Known;
+  if (!N.isUnknown())
+    E = {S, Poly, N};
+  return N;
 }
 
 Count ridge::determinedBytes(const Value *V, std::optional<double> FloatBytes) {
@@ -68,8 +89,11 @@ Count ridge::determinedBytes(const Value *V, std::optional<double> FloatBytes) {
 }
 
 Count ridge::valueCount(const Value *V, std::optional<double> FloatBytes) {
-  return elementCount(V) *
-         (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
+  double Each = FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem);
+  // A known shape (every value of a bound graph) multiplies as numbers.
+  if (std::optional<double> N = V->numElements())
+    return *N * Each;
+  return elementCount(V) * Each;
 }
 
 void NodeCost::keepSaved(const Value *V) {
@@ -1634,14 +1658,18 @@ const OpRule *ridge::findOpRule(llvm::StringRef Domain, llvm::StringRef OpType) 
   // each thread by the op type's address: the importer interns op types,
   // so a graph's nodes of one type share it, and a hit costs two short
   // compares with the rule's own names (which also make a stale address,
-  // reused by another string, a miss) instead of hashing two strings.
+  // reused by another string, a miss) instead of hashing two strings. The
+  // names are kept with their lengths (the index's keys): comparing with
+  // the rule's C strings took a strlen of each per lookup, 3% of a bound
+  // analyze.
   struct Entry {
     const char *Key = nullptr;
+    llvm::StringRef Domain, Name;
     const OpRule *Rule = nullptr;
   };
   thread_local std::array<Entry, 64> Cache;
   Entry &E = Cache[(reinterpret_cast<uintptr_t>(OpType.data()) >> 4) % Cache.size()];
-  if (E.Key == OpType.data() && E.Rule && OpType == E.Rule->Name && Domain == E.Rule->Domain)
+  if (E.Key == OpType.data() && E.Rule && OpType == E.Name && Domain == E.Domain)
     return E.Rule;
   // Domain, then op type: no key is built per lookup.
   static const llvm::StringMap<llvm::StringMap<const OpRule *>> Index = [] {
@@ -1656,7 +1684,7 @@ const OpRule *ridge::findOpRule(llvm::StringRef Domain, llvm::StringRef OpType) 
   auto It = D->second.find(OpType);
   if (It == D->second.end())
     return nullptr;
-  E = {OpType.data(), It->second};
+  E = {OpType.data(), D->first(), It->first(), It->second};
   return It->second;
 }
 

@@ -219,3 +219,45 @@ TEST(NodeCost, RareMembersDefaultAndReadBack) {
   // One per node at a million nodes: the layout the header promises.
   EXPECT_LE(sizeof(NodeCost), 96u);
 }
+
+// elementCount makes a symbolic shape's formula once per shape and symbol
+// scope: values of one shape read the same formula, a scope in the shape's
+// symbol gives the fast form and leaving it the general one again, and an
+// unknown dim is never served from what another value of a shape met.
+TEST(ElementCount, OneFormulaPerShapeAndScope) {
+  using sym::Count;
+  Shape BS{{Dim::known(4), Dim::symbolic("memo_b"), Dim::known(3)}};
+  Value V, W;
+  V.Shp = BS;
+  W.Shp = BS;
+  Count Outside = elementCount(&V);
+  ASSERT_TRUE(Outside.isFormula());
+  EXPECT_EQ(Outside.str(), "12*memo_b");
+  EXPECT_FALSE(Outside.univariate().has_value());
+  EXPECT_TRUE(elementCount(&W) == Outside);
+  {
+    sym::UnivariateScope InB(sym::symbol("memo_b"));
+    Count Inside = elementCount(&W);
+    ASSERT_TRUE(Inside.univariate().has_value());
+    EXPECT_EQ((*Inside.univariate())[1], 12);
+    EXPECT_EQ(Inside.str(), "12*memo_b");
+    EXPECT_TRUE(elementCount(&V) == Inside);
+  }
+  EXPECT_FALSE(elementCount(&V).univariate().has_value());
+  // Bound: the numbers, from the interned shape.
+  Value K;
+  K.Shp = Shape{{Dim::known(4), Dim::known(5)}};
+  EXPECT_EQ(elementCount(&K).number(), 20);
+  K.Elem = DType::Float;
+  EXPECT_EQ(valueCount(&K, std::nullopt).number(), 80);
+  EXPECT_EQ(valueCount(&K, 2.0).number(), 40); // --dtype fp16
+  // A dim nobody knows: undecided each time, with the value's name.
+  Graph G;
+  Value *U = G.addValue("u_memo", ValueKind::GraphInput);
+  U->Shp = Shape{{Dim::symbolic("memo_b"), Dim()}};
+  for (int I = 0; I < 2; ++I) {
+    sym::CountScope Scope;
+    EXPECT_TRUE(elementCount(U).isUnknown());
+    EXPECT_NE(Scope.reason().find("u_memo"), std::string::npos) << Scope.reason();
+  }
+}
