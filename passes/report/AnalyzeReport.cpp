@@ -11,6 +11,7 @@
 #include "passes/report/Budget.h"
 #include "passes/report/ModelAnnotations.h"
 #include "passes/report/HtmlReport.h"
+#include "passes/report/OpTypeTotals.h"
 #include "passes/cost/CostModel.h"
 #include "analyzer/Format.h"
 #include "passes/roofline/Fusion.h"
@@ -43,12 +44,6 @@ double boundBatch(const Model &M) {
   return 1.0;
 }
 
-struct OpTypeTotal {
-  std::string Op;
-  size_t Count = 0;
-  PhaseCost Fwd, Bwd;
-};
-
 std::string outputTypes(const Node &N) {
   std::string S;
   for (const Value *V : N.Outputs)
@@ -57,38 +52,13 @@ std::string outputTypes(const Node &N) {
   return S;
 }
 
-std::vector<OpTypeTotal> byOpType(const CostResult &C) {
-  // By the op type's and domain's interned strings first (no string made
-  // per node), then merged by name (an op type not interned, as a test
-  // builds one, still joins its own).
-  llvm::DenseMap<std::pair<const char *, const char *>, uint32_t> Slot;
-  std::vector<OpTypeTotal> Groups;
-  std::vector<const Node *> First;
-  for (const NodeCost &NC : C.Nodes) {
-    auto [It, New] = Slot.try_emplace({NC.N->Domain.data(), NC.N->OpType.data()},
-                                      uint32_t(Groups.size()));
-    if (New) {
-      Groups.emplace_back();
-      First.push_back(NC.N);
-    }
-    OpTypeTotal &T = Groups[It->second];
-    ++T.Count;
-    T.Fwd += NC.Fwd * NC.multiplier();
-    T.Bwd += NC.Bwd * NC.multiplier();
-  }
-  std::map<std::string, OpTypeTotal> M;
-  for (size_t I = 0; I < Groups.size(); ++I) {
-    std::string Op = First[I]->qualifiedOpType();
-    OpTypeTotal &T = M[Op];
-    T.Op = Op;
-    T.Count += Groups[I].Count;
-    T.Fwd += Groups[I].Fwd;
-    T.Bwd += Groups[I].Bwd;
-  }
-  std::vector<OpTypeTotal> V;
-  for (auto &[K, T] : M)
-    V.push_back(T);
-  std::stable_sort(V.begin(), V.end(), [](const OpTypeTotal &A, const OpTypeTotal &B) {
+std::vector<OpTypeTotal<double>> byOpType(const CostResult &C) {
+  std::vector<OpTypeTotal<double>> V =
+      sumByOpType<double>(C, [](const NodeCost &NC, PhaseCost &Fwd, PhaseCost &Bwd) {
+        Fwd += NC.Fwd * NC.multiplier();
+        Bwd += NC.Bwd * NC.multiplier();
+      });
+  std::stable_sort(V.begin(), V.end(), [](const auto &A, const auto &B) {
     return A.Fwd.Flops + A.Bwd.Flops > B.Fwd.Flops + B.Bwd.Flops;
   });
   return V;
@@ -286,9 +256,9 @@ llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, con
                                 AnalysisManager &AM, bool WithNodes = true) {
   const Config &Cfg = AM.config();
   llvm::json::Array Ops;
-  for (const OpTypeTotal &T : byOpType(C))
+  for (const OpTypeTotal<double> &T : byOpType(C))
     Ops.push_back(llvm::json::Object{{"op", T.Op},
-                                     {"count", int64_t(T.Count)},
+                                     {"count", int64_t(T.Nodes)},
                                      {"fwd", phaseJson(T.Fwd)},
                                      {"bwd", phaseJson(T.Bwd)}});
   llvm::json::Object Doc{
@@ -568,17 +538,17 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
 
   OS << "\nper op type:\n";
   size_t TypeW = 8;
-  std::vector<OpTypeTotal> Types = byOpType(C);
-  for (const OpTypeTotal &T : Types)
+  std::vector<OpTypeTotal<double>> Types = byOpType(C);
+  for (const OpTypeTotal<double> &T : Types)
     TypeW = std::max(TypeW, T.Op.size());
   OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5}\n",
                 llvm::fmt_align("op", llvm::AlignStyle::Left, TypeW), "nodes",
                 "fwd", "bwd", "bytes", "share");
   double StepFlops = C.Fwd.Flops + C.Bwd.Flops;
-  for (const OpTypeTotal &T : Types)
+  for (const OpTypeTotal<double> &T : Types)
     OS << formatv("  {0} {1,6} {2,10} {3,10} {4,10}  {5,5:P1}\n",
                   llvm::fmt_align(T.Op, llvm::AlignStyle::Left, TypeW),
-                  T.Count, siNumber(T.Fwd.Flops, "FLOP"), siNumber(T.Bwd.Flops, "FLOP"),
+                  T.Nodes, siNumber(T.Fwd.Flops, "FLOP"), siNumber(T.Bwd.Flops, "FLOP"),
                   siNumber(T.Fwd.Bytes + T.Bwd.Bytes, "B"),
                   StepFlops > 0 ? (T.Fwd.Flops + T.Bwd.Flops) / StepFlops : 0.0);
 

@@ -7,6 +7,7 @@
 #include "passes/cost/TrainingStep.h"
 #include "passes/inference/Inference.h"
 #include "passes/report/GraphSummary.h"
+#include "passes/report/OpTypeTotals.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <cmath>
 #include <map>
@@ -101,25 +102,13 @@ double growthKey(const Count &C) {
   return *V;
 }
 
-struct OpFormulas {
-  std::string Op;
-  size_t Nodes = 0;
-  PhaseCount Fwd, Bwd;
-};
-
-std::vector<OpFormulas> byOpType(const CostResult &C) {
-  std::map<std::string, OpFormulas> M;
-  for (const NodeCost &NC : C.Nodes) {
-    OpFormulas &T = M[NC.N->qualifiedOpType()];
-    T.Op = NC.N->qualifiedOpType();
-    ++T.Nodes;
-    T.Fwd += NC.fwdCounts() * NC.multiplier();
-    T.Bwd += NC.bwdCounts() * NC.multiplier();
-  }
-  std::vector<OpFormulas> V;
-  for (auto &[K, T] : M)
-    V.push_back(std::move(T));
-  std::stable_sort(V.begin(), V.end(), [](const OpFormulas &A, const OpFormulas &B) {
+std::vector<OpTypeTotal<Count>> byOpType(const CostResult &C) {
+  std::vector<OpTypeTotal<Count>> V =
+      sumByOpType<Count>(C, [](const NodeCost &NC, PhaseCount &Fwd, PhaseCount &Bwd) {
+        Fwd += NC.fwdCounts() * NC.multiplier();
+        Bwd += NC.bwdCounts() * NC.multiplier();
+      });
+  std::stable_sort(V.begin(), V.end(), [](const auto &A, const auto &B) {
     return growthKey(A.Fwd.Flops + A.Bwd.Flops) > growthKey(B.Fwd.Flops + B.Bwd.Flops);
   });
   return V;
@@ -242,7 +231,7 @@ void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const 
                 bindHint(C));
 
   OS << "per op type (largest as the symbols grow first):\n";
-  for (const OpFormulas &Op : byOpType(C)) {
+  for (const OpTypeTotal<Count> &Op : byOpType(C)) {
     if (Op.Fwd.Flops == 0 && Op.Bwd.Flops == 0 && Op.Fwd.Bytes == 0 && Op.Bwd.Bytes == 0)
       continue;
     OS << formatv("  {0} x{1}\n", Op.Op, Op.Nodes);
@@ -340,7 +329,7 @@ llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult 
                                        AnalysisManager &AM) {
   const Config &Cfg = AM.config();
   llvm::json::Array Ops, Needs;
-  for (const OpFormulas &Op : byOpType(C))
+  for (const OpTypeTotal<Count> &Op : byOpType(C))
     Ops.push_back(llvm::json::Object{{"op", Op.Op},
                                      {"count", int64_t(Op.Nodes)},
                                      {"fwd", phaseJson(Op.Fwd)},

@@ -1,0 +1,64 @@
+//===- OpTypeTotals.h - A cost result's phases summed by op type -*- C++ -*-===//
+//
+// The "per op type" rows of `analyze`'s text and JSON, as numbers
+// (AnalyzeReport) or as formulas (FormulaReport).
+//
+//===----------------------------------------------------------------------===//
+#ifndef RIDGE_PASSES_REPORT_OPTYPETOTALS_H
+#define RIDGE_PASSES_REPORT_OPTYPETOTALS_H
+
+#include "passes/cost/CostModel.h"
+#include "llvm/ADT/DenseMap.h"
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+/// One op type's nodes and their summed forward and backward amounts.
+template <typename T> struct OpTypeTotal {
+  std::string Op; ///< domain-qualified op type
+  size_t Nodes = 0;
+  PhaseAmounts<T> Fwd, Bwd;
+};
+
+/// C's nodes summed by op type, in op-type order. AddPhases(NC, Fwd, Bwd)
+/// adds a node's amounts (its numbers, or its counts) to a row. Nodes are
+/// grouped by their interned domain and op type first (no string is made
+/// per node, and no formula is copied into a map node), then merged by name
+/// (an op type not interned, as a test builds one, still joins its own).
+template <typename T, typename AddFn>
+std::vector<OpTypeTotal<T>> sumByOpType(const CostResult &C, AddFn AddPhases) {
+  llvm::DenseMap<std::pair<const char *, const char *>, uint32_t> Slot;
+  std::vector<OpTypeTotal<T>> Groups;
+  std::vector<const Node *> First;
+  for (const NodeCost &NC : C.Nodes) {
+    auto [It, New] = Slot.try_emplace({NC.N->Domain.data(), NC.N->OpType.data()},
+                                      uint32_t(Groups.size()));
+    if (New) {
+      Groups.emplace_back();
+      First.push_back(NC.N);
+    }
+    OpTypeTotal<T> &Row = Groups[It->second];
+    ++Row.Nodes;
+    AddPhases(NC, Row.Fwd, Row.Bwd);
+  }
+  std::map<std::string, OpTypeTotal<T>> ByName;
+  for (size_t I = 0; I < Groups.size(); ++I) {
+    std::string Op = First[I]->qualifiedOpType();
+    OpTypeTotal<T> &Row = ByName[Op];
+    Row.Op = Op;
+    Row.Nodes += Groups[I].Nodes;
+    Row.Fwd += Groups[I].Fwd;
+    Row.Bwd += Groups[I].Bwd;
+  }
+  std::vector<OpTypeTotal<T>> Rows;
+  Rows.reserve(ByName.size());
+  for (auto &[Name, Row] : ByName)
+    Rows.push_back(std::move(Row));
+  return Rows;
+}
+
+} // namespace ridge
+
+#endif
