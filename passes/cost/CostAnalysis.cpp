@@ -722,8 +722,21 @@ sym::Count SymbolicCost::get(unsigned K) const {
   for (unsigned D = 0; D < Degrees; ++D)
     if (Mask >> (First + D) & 1)
       C[D] = Coefs[At++];
-  bool Poly = C[1] != 0 || C[2] != 0 || C[3] != 0;
-  return Poly ? sym::Count::univariateOf(Symbol, C) : sym::Count(C[0]);
+  return cellOf(C);
+}
+
+PhaseCount SymbolicCost::phase(unsigned K) const {
+  if (General)
+    return {get(K), get(K + 1), get(K + 2), get(K + 3)};
+  // The four cells' coefficients follow each other in Coefs: where the
+  // first starts is counted once, not once a cell.
+  std::array<std::array<double, Degrees>, 4> C{};
+  size_t At = llvm::popcount(Mask & ((uint64_t(1) << (Degrees * K)) - 1));
+  for (unsigned J = 0; J < 4; ++J)
+    for (unsigned D = 0; D < Degrees; ++D)
+      if (Mask >> (Degrees * (K + J) + D) & 1)
+        C[J][D] = Coefs[At++];
+  return {cellOf(C[0]), cellOf(C[1]), cellOf(C[2]), cellOf(C[3])};
 }
 
 SymbolicCost::SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd,

@@ -120,8 +120,12 @@ private:
   /// C's nonzero coefficients (C a number or in Symbol's fast form, which
   /// it may set), or false: C is a general formula.
   bool coefficients(const sym::Count &C, std::array<double, Degrees> &Out);
-  PhaseCount phase(unsigned K) const {
-    return {get(K), get(K + 1), get(K + 2), get(K + 3)};
+  /// Cells K .. K+3 (a phase: each node's totals read two).
+  PhaseCount phase(unsigned K) const;
+  /// A cell's count from its coefficients of b^0 .. b^3.
+  sym::Count cellOf(const std::array<double, Degrees> &C) const {
+    bool Poly = C[1] != 0 || C[2] != 0 || C[3] != 0;
+    return Poly ? sym::Count::univariateOf(Symbol, C) : sym::Count(C[0]);
   }
   void setPhase(unsigned K, const PhaseCount &P) {
     set(K, P.Flops);

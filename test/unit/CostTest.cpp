@@ -154,6 +154,19 @@ TEST(SymbolicCostTest, PackedCountsReadBackAsSet) {
     Same(W.Bytes, Fast * 3);
     Same(X->savedBytes(), General + Fast);
   }
+  // With no general cell, a phase is read from the packed coefficients
+  // alone: cells of one, none and four coefficients side by side.
+  Count Cubic = B * B * B + B * B * 2 + B * 3 + 4;
+  SymbolicCost P({B * 2, 0, Cubic, 9}, {Fast, Cubic, 0, B}, 0);
+  Same(P.fwd().Flops, B * 2);
+  Same(P.fwd().Macs, 0);
+  Same(P.fwd().Transcendentals, Cubic);
+  Same(P.fwd().Bytes, 9);
+  Same(P.bwd().Flops, Fast);
+  Same(P.bwd().Macs, Cubic);
+  Same(P.bwd().Transcendentals, 0);
+  Same(P.bwd().Bytes, B);
+  Same(P.savedBytes(), 0);
   // A fast form in another symbol than the cells' is kept whole.
   sym::UnivariateScope InC(sym::symbol("c"));
   Count C = Sym("c") * 5;
