@@ -100,6 +100,9 @@ public:
   void setFwdBytes(const sym::Count &C) { set(3, C); }
   void setBwd(const PhaseCount &P) { setPhase(4, P); }
   void setSavedBytes(const sym::Count &C) { set(8, C); }
+  /// Some cell is a general formula (not a number nor in the one symbol's
+  /// fast form).
+  bool hasGeneralCells() const { return General != nullptr; }
 
 private:
   static constexpr unsigned Cells = 9, Degrees = 4;

@@ -89,7 +89,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
   // what the graph at micro-batch 1 cannot cost either: the node is left
   // out of the plan there, with the loader's warning naming the dim.
   auto OtherSymbol = [&](const NodeCost &NC) {
-    if (!NC.Sym)
+    if (!NC.Sym || !NC.Sym->hasGeneralCells()) // numbers and the batch's fast form
       return false;
     PhaseCount Fwd = NC.Sym->fwd(), Bwd = NC.Sym->bwd();
     for (const PhaseCount *P : {&Fwd, &Bwd})
