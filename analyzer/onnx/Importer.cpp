@@ -280,16 +280,17 @@ Error Importer::checkExternalData(const wire::Tensor &T,
   if (Loc.empty())
     return err(formatv("initializer '{0}' is external but names no location",
                        T.Name));
-  if (llvm::sys::path::is_absolute(Loc) || Loc[0] == '/' || Loc[0] == '\\')
-    return Refuse("is an absolute path");
-  for (auto It = llvm::sys::path::begin(Loc), E = llvm::sys::path::end(Loc);
-       It != E; ++It)
-    if (*It == "..")
-      return Refuse("escapes the model's directory with '..'");
-  // The file system is asked once per location: a generated model can have
-  // hundreds of thousands of initializers in one weights file.
-  auto [It, New] = LocationChecks.try_emplace(Loc, LocationCheck::Inside);
-  if (New) {
+  // A location is checked once: a generated model can have hundreds of
+  // thousands of initializers in one weights file. One already checked
+  // passed the path's checks (a refused one ends the import).
+  auto It = LocationChecks.find(Loc);
+  if (It == LocationChecks.end()) {
+    if (llvm::sys::path::is_absolute(Loc) || Loc[0] == '/' || Loc[0] == '\\')
+      return Refuse("is an absolute path");
+    for (auto P = llvm::sys::path::begin(Loc), E = llvm::sys::path::end(Loc); P != E; ++P)
+      if (*P == "..")
+        return Refuse("escapes the model's directory with '..'");
+    It = LocationChecks.try_emplace(Loc, LocationCheck::Inside).first;
     llvm::SmallString<256> Full(ModelDir);
     llvm::sys::path::append(Full, Loc);
     llvm::SmallString<256> RealDir, RealFile;
