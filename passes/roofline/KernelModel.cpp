@@ -160,7 +160,9 @@ KernelTime kernels::streaming(const char *Name, const PhaseCost &P, const Device
 }
 
 bool ridge::hasKernelModel(const Device &D, const Config &Cfg) {
-  return D.Kind == "gpu" && D.ComputeUnits > 0 && !Cfg.RooflineTimes;
+  // (As a StringRef: std::string == const char * took a strlen and a
+  // compare call for each phase of each node.)
+  return llvm::StringRef(D.Kind) == "gpu" && D.ComputeUnits > 0 && !Cfg.RooflineTimes;
 }
 
 MathUnit ridge::mathUnit(const Device &D, DType T, const Config &Cfg) {
