@@ -178,11 +178,15 @@ MathUnit ridge::mathUnit(const Device &D, DType T, const Config &Cfg) {
 
 namespace {
 
+/// V's shape when fully known (the kernel rules need numbers), else null.
+const Shape *knownShape(const Value *V) {
+  return V && V->hasKnownShape() ? &*V->Shp : nullptr;
+}
+
 /// The CUDA-core unit, for products tensor cores cannot take.
 MathUnit simtUnit(const Device &D) {
   MathUnit U;
-  U.PeakPerSM = D.matrixPeak(DType::Float) /
-                std::max(1u, D.ComputeUnits);
+  U.PeakPerSM = D.matrixPeak(DType::Float) / std::max(1u, D.ComputeUnits);
   U.Efficiency = D.EffSimt > 0 ? D.EffSimt : D.EffCompute;
   return U;
 }
@@ -200,14 +204,8 @@ struct KernelContext {
   KernelTime gemm(const char *Name, GemmShape S, const MathUnit *U = nullptr) const {
     return memoGemm(Name, S, U ? *U : Unit, D, Elem, Memo);
   }
-  const Shape *shape(unsigned I) const {
-    const Value *V = NC.N->input(I);
-    return V && V->hasKnownShape() ? &*V->Shp : nullptr;
-  }
-  const Shape *outShape() const {
-    const Value *V = NC.N->output(0);
-    return V && V->hasKnownShape() ? &*V->Shp : nullptr;
-  }
+  const Shape *shape(unsigned I) const { return knownShape(NC.N->input(I)); }
+  const Shape *outShape() const { return knownShape(NC.N->output(0)); }
 };
 
 double dim(const Shape &S, int I) {
@@ -322,10 +320,7 @@ std::optional<std::array<T, 4>> productDimsOf(const Node &N, FullFn Full, DimFn 
 } // namespace
 
 std::optional<GemmShape> ridge::productShape(const Node &N) {
-  auto Known = [](const Value *V) -> const Shape * {
-    return V && V->hasKnownShape() ? &*V->Shp : nullptr;
-  };
-  auto D = productDimsOf<double>(N, Known, [](const Shape &S, int I) { return dim(S, I); });
+  auto D = productDimsOf<double>(N, knownShape, [](const Shape &S, int I) { return dim(S, I); });
   if (!D)
     return std::nullopt;
   return GemmShape{(*D)[0], (*D)[1], (*D)[2], (*D)[3]};
