@@ -201,6 +201,9 @@ struct Group {
   double tb(size_t Q) const { return SlotTB[SlotOf[Q]]; }
   /// Position Q's cost under recomputation R (Flag: the positions it
   /// replays), computed as group() sums it into Prefix[R], bit for bit.
+  /// What it reads of a position (its slot, TPT, Flag, TPF) is what
+  /// slowestCandidates compares to find stages of equal costs: a new input
+  /// here must be compared there too.
   double cost(int R, const uint8_t *Flag, size_t Q) const {
     double TF = tf(Q), Rec = R == 0 || !Flag[Q] ? 0 : R == 1 ? TF : TF + TPF[Q];
     double X = TF + tb(Q) + Rec;
