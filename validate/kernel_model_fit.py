@@ -11,6 +11,14 @@ the C++ model in small ways (convolution traffic counted as im2col bytes; no
 Winograd filter gradient, which the C++ model added on 2026-12-02 with its
 filter-gradient efficiencies re-chosen by a scan of deepbench_validate.py);
 validate/deepbench_validate.py checks ridge itself.
+
+The mirror composes kernels as the GPU files did until 2026-12-04: each
+kernel its work + `launch`, in series. The files now issue kernels
+asynchronously (`kernel_gap`: work + 1 us, a call bounded by its launches
+at 5 us each), and ConvEff, WgradTensorEff, RecurrentEff, StepSync and
+GatePasses were re-chosen under that by a coordinate search of the C++
+model against deepbench_validate.py (KernelModel.h); this script is the
+record of the first choice, not of those values.
 """
 import json, math, sys, collections, functools
 DB='/work/shared/validation/deepbench/'

@@ -11,6 +11,9 @@
 //     partial sum costs a ring all-reduce of the full tensor on the link
 //     the group spans, 2(t-1)/t bytes/bandwidth + 2(t-1) latencies, on the
 //     critical path, once per pass (per token in decode);
+//   a stage's kernels are one stream, bounded by the host's launches on an
+//     asynchronous device (Device::streamSeconds): t ranks each issue every
+//     kernel, so tensor parallelism does not shorten that bound;
 //   pipeline: the main graph cut into p contiguous stages of about equal
 //     time; a pass crosses every stage in turn and sends the live
 //     activations at each cut (point to point, latency + bytes/bandwidth):
@@ -42,6 +45,7 @@ struct PassProfile {
   const Model *M = nullptr;
   std::vector<double> Seconds;    ///< the node (and its subgraphs) on one device
   std::vector<double> RoofSeconds; ///< its roofline time on one device
+  std::vector<double> Launches;   ///< kernels the host issues for it
   std::vector<PhaseCost> Fwd;
   std::vector<DType> Type;
   /// Weights each node reads (initializers and Constant tensors), by node.
@@ -61,6 +65,7 @@ PassProfile profile(const Model &M, const CostResult &C, const RooflineResult &R
   P.M = &M;
   P.Seconds.assign(N, 0);
   P.RoofSeconds.assign(N, 0);
+  P.Launches.assign(N, 0);
   P.Fwd.assign(N, PhaseCost());
   P.Type.assign(N, DType::Float);
   P.Weights.resize(N);
@@ -71,6 +76,7 @@ PassProfile profile(const Model &M, const CostResult &C, const RooflineResult &R
     const NodeCost &NC = C.Nodes[I];
     size_t At = G.holderOf(NC.N)->Index;
     P.Seconds[At] += RL.Nodes[I].Fwd.Seconds * NC.multiplier();
+    P.Launches[At] += RL.Nodes[I].Fwd.Launches * NC.multiplier();
     P.Fwd[At] += NC.Fwd * NC.multiplier();
     P.RoofSeconds[At] +=
         placeOnDevice(NC.Fwd, *Cfg.Dev, RL.Nodes[I].type(), Cfg).Seconds * NC.multiplier();
@@ -167,10 +173,11 @@ InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, uns
   Starts.push_back(Nodes);
   double Slowest = 0, Sum = 0;
   for (unsigned J = 0; J < P; ++J) {
-    double Stage = 0, StageComm = 0, Weights = 0, KV = 0, Act = 0;
+    double Stage = 0, StageComm = 0, Weights = 0, KV = 0, Act = 0, Launches = 0;
     llvm::DenseSet<const Value *> Seen;
     for (size_t I = Starts[J]; I < Starts[J + 1]; ++I) {
       Stage += Time[I];
+      Launches += Prof.Launches[I];
       StageComm += Comm[I];
       bool Split = T > 1 && S.Split[I];
       for (const Value *W : Prof.Weights[I])
@@ -179,6 +186,9 @@ InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, uns
       KV += Prof.KVBytes[I] / (Split ? T : 1);
       Act = std::max(Act, Prof.LiveBytes[I] / (Split ? T : 1));
     }
+    // A stage's kernels are one stream: the host may be what bounds it
+    // (Device::streamSeconds; a tensor-parallel rank issues all of them).
+    Stage = D.streamSeconds(Stage, Launches);
     E.TPSeconds += StageComm;
     Sum += Stage + StageComm;
     Slowest = std::max(Slowest, Stage + StageComm);
