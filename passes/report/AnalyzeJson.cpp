@@ -1,6 +1,7 @@
 //===- AnalyzeJson.cpp - Analyze's JSON document: shared pieces -----------===//
 #include "passes/report/AnalyzeJson.h"
 #include "passes/cost/CostModel.h"
+#include "passes/report/JsonWriter.h"
 #include "llvm/ADT/STLExtras.h"
 
 llvm::json::Object ridge::nodeHeaderJson(const NodeCost &NC) {
@@ -56,10 +57,13 @@ void ridge::writeJsonWithStreamedArray(llvm::raw_ostream &OS, const llvm::json::
   llvm::json::OStream J(OS, 2);
   J.object([&] {
     for (llvm::StringRef K : Keys) {
-      if (K == Key)
+      if (K == Key) {
         J.attributeArray(K, [&] { Items(J); });
-      else
-        J.attribute(K, *Doc.get(K));
+      } else {
+        J.attributeBegin(K);
+        writeJson(J, *Doc.get(K));
+        J.attributeEnd();
+      }
     }
   });
   OS << "\n";

@@ -29,7 +29,7 @@ llvm::json::Array graphValuesJson(const Model &M, bool Outputs);
 /// `coverage.unmodeled`: each op with its reason, and its count.
 llvm::json::Array unmodeledJson(const CostResult &C);
 
-/// Writes Doc as formatv("{0:2}", Doc) would, with one more array, Key,
+/// Writes Doc as printJson (JsonWriter.h) would, with one more array, Key,
 /// streamed in its sorted place: Items writes its elements one by one, so a
 /// million-node document is never held whole (the `nodes` array).
 void writeJsonWithStreamedArray(llvm::raw_ostream &OS, const llvm::json::Object &Doc,

@@ -8,6 +8,7 @@
 #include "passes/report/AnalyzeReport.h"
 #include "passes/report/FormulaReport.h"
 #include "passes/report/AnalyzeJson.h"
+#include "passes/report/JsonWriter.h"
 #include "passes/report/Budget.h"
 #include "passes/report/ModelAnnotations.h"
 #include "passes/report/HtmlReport.h"
@@ -248,7 +249,7 @@ llvm::json::Object nodeJson(const NodeCost &NC, const CostResult &C, const Roofl
   return O;
 }
 
-/// The document; its `nodes` array only when WithNodes (writeJson streams
+/// The document; its `nodes` array only when WithNodes (writeAnalyzeJson streams
 /// it instead).
 llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                                 const TrainingStepResult &T, const RooflineResult &RL,
@@ -347,7 +348,7 @@ llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, con
 }
 
 /// --format json: the document with its nodes streamed.
-void writeJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
+void writeAnalyzeJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
                const InferenceMemoryResult *Inf, AnalysisManager &AM) {
   const Config &Cfg = AM.config();
@@ -355,7 +356,7 @@ void writeJson(const Model &M, const GraphSummaryResult &S, const CostResult &C,
   GemmMemo Memo;
   writeJsonWithStreamedArray(*Cfg.Out, Doc, "nodes", [&](llvm::json::OStream &J) {
     for (const NodeCost &NC : C.Nodes)
-      J.value(nodeJson(NC, C, RL, Cfg, Memo));
+      ridge::writeJson(J, nodeJson(NC, C, RL, Cfg, Memo));
   });
 }
 
@@ -771,7 +772,7 @@ llvm::Error ReportPass::run(Model &M, AnalysisManager &AM) {
   std::optional<llvm::json::Value> Doc;
   switch (Cfg.Format) {
   case OutputFormat::Json:
-    writeJson(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
+    writeAnalyzeJson(M, *In->S, *In->C, *In->T, *In->RL, *In->F, In->Inf, AM);
     break;
   case OutputFormat::Csv:
     printCsv(*In->C, *In->RL, Cfg);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/report/DiffReport.h"
+#include "passes/report/JsonWriter.h"
 #include "analyzer/Format.h"
 #include "passes/report/AnalyzeJson.h"
 #include "passes/report/Budget.h"
@@ -188,7 +189,7 @@ void ridge::printDiff(const json::Value &Old, const json::Value &New, const Conf
                      {"nodes", json::Object{{"changed", std::move(ChangedOut)},
                                             {"added", std::move(AddedOut)},
                                             {"removed", std::move(RemovedOut)}}}};
-    OS << formatv("{0:2}", json::Value(std::move(Doc))) << "\n";
+    ridge::printJson(OS, llvm::json::Value(std::move(Doc)));
     return;
   }
 

@@ -1,6 +1,7 @@
 //===- FormulaReport.cpp - analyze's report when costs are formulas -------===//
 #include "passes/report/FormulaReport.h"
 #include "passes/report/AnalyzeJson.h"
+#include "passes/report/JsonWriter.h"
 #include "analyzer/Format.h"
 #include "devices/Device.h"
 #include "passes/cost/CostModel.h"
@@ -412,6 +413,6 @@ void ridge::writeFormulaDocument(llvm::raw_ostream &OS, const Model &M,
   std::optional<double> FloatBytes = floatBytes(AM.config());
   writeJsonWithStreamedArray(OS, Doc, "nodes", [&](llvm::json::OStream &J) {
     for (const NodeCost &NC : C.Nodes)
-      J.value(formulaNodeJson(NC, C, FloatBytes));
+      writeJson(J, formulaNodeJson(NC, C, FloatBytes));
   });
 }

@@ -1,5 +1,6 @@
 //===- GraphSummary.cpp - Nodes by op type, parameters, interface ---------===//
 #include "passes/report/GraphSummary.h"
+#include "passes/report/JsonWriter.h"
 #include "analyzer/Format.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -82,7 +83,7 @@ llvm::Error PrintSummaryPass::run(Model &M, AnalysisManager &AM) {
         {"params", R->Params},
         {"param_bytes", R->ParamBytes},
         {"warnings", llvm::json::Array(AM.diags().warnings())}};
-    OS << llvm::formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+    ridge::printJson(OS, llvm::json::Value(std::move(Doc)));
     return llvm::Error::success();
   }
   OS << "model: " << M.Path << " (ir " << M.IrVersion;

@@ -9,6 +9,7 @@
 #include "analyzer/Format.h"
 #include "passes/plan/Planner.h"
 #include "passes/report/HtmlReport.h"
+#include "passes/report/JsonWriter.h"
 #include "passes/report/Markup.h"
 #include "passes/cost/TrainingStep.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -232,7 +233,7 @@ void emit(const PlanResult &R, const PlanEval &W, const Config &Cfg, llvm::raw_o
       Doc["pipeline"] = llvm::json::Object{{"stages", C.P}, {"partition", "parameters"}};
     if (C.T > 1)
       Doc["tensor_parallel"] = llvm::json::Object{{"autotp_size", C.T}};
-    OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+    ridge::printJson(OS, llvm::json::Value(std::move(Doc)));
     return;
   }
   if (R.Opts.Emit == "torch") {
@@ -358,7 +359,7 @@ void printPlanJson(const PlanResult &R, const PlanEval *Shown, double Speedup,
     Doc["serial_fraction"] = Serial ? llvm::json::Value(*Serial) : nullptr;
     Doc["amdahl_bound"] = Serial && *Serial > 0 ? llvm::json::Value(1.0 / *Serial) : nullptr;
   }
-  OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+  ridge::printJson(OS, llvm::json::Value(std::move(Doc)));
 }
 
 /// The ranked configurations and the recommended one, explained; false

@@ -1,5 +1,6 @@
 //===- ServingReport.cpp - Prefill, decode and the batch sweep, printed ---===//
 #include "passes/report/ServingReport.h"
+#include "passes/report/JsonWriter.h"
 #include "analyzer/Format.h"
 #include "devices/Device.h"
 #include "passes/roofline/KernelModel.h"
@@ -193,8 +194,8 @@ llvm::json::Object passJson(const ServingPass &P, bool Decode) {
   return O;
 }
 
-void printJson(const ServingResult &R, const ServingOptions &SO, const Config &Cfg,
-               llvm::raw_ostream &OS) {
+void printServingJson(const ServingResult &R, const ServingOptions &SO, const Config &Cfg,
+                      llvm::raw_ostream &OS) {
   llvm::json::Object Inf{{"kv_cache_tensors", int64_t(R.KVLayers)},
                          {"past_dim", R.PastSymbol},
                          {"sequence_dim", R.SeqSymbol}};
@@ -236,7 +237,7 @@ void printJson(const ServingResult &R, const ServingOptions &SO, const Config &C
       {"memory", memoryJson(Main)},
       {"memory_fits", Main.fits(R.Capacity)},
       {"inference", std::move(Inf)}};
-  OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+  ridge::printJson(OS, llvm::json::Value(std::move(Doc)));
 }
 
 } // namespace
@@ -244,7 +245,7 @@ void printJson(const ServingResult &R, const ServingOptions &SO, const Config &C
 void ridge::printServing(const ServingResult &R, const ServingOptions &SO, const Config &Cfg,
                          llvm::raw_ostream &OS) {
   if (Cfg.Format == OutputFormat::Json)
-    printJson(R, SO, Cfg, OS);
+    printServingJson(R, SO, Cfg, OS);
   else
     printText(R, SO, Cfg, OS);
 }
@@ -296,7 +297,7 @@ void ridge::printInferencePlan(const InferencePlanResult &R, const Config &Cfg,
         {"single_device", planEvalJson(R.SingleDevice)},
         {"ranked", std::move(Ranked)},
         {"rejected", std::move(Rejected)}};
-    OS << formatv("{0:2}", llvm::json::Value(std::move(Doc))) << "\n";
+    ridge::printJson(OS, llvm::json::Value(std::move(Doc)));
     return;
   }
   const char *Unit = R.Decode ? "time/token" : "time/pass";
