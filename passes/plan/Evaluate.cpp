@@ -11,10 +11,16 @@ void Planner::sizeWorkspace(Workspace &W) {
   Group &G = W.G;
   G.TPT.resize(NPos);
   G.TPF.resize(NPos);
-  for (auto *V : {&G.SlotTF, &G.SlotTB, &W.SlotMF, &W.SlotMM0, &W.SlotMM1})
+  for (auto *V : {&G.SlotTF, &G.SlotTB, &G.SlotLF, &G.SlotLB, &W.SlotMF, &W.SlotMM0, &W.SlotMM1})
     V->resize(NSlots);
   for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS})
     V->resize(NPos + 1);
+  if (Dev.asyncLaunch()) {
+    G.TPN.resize(NPos);
+    G.TPNF.resize(NPos);
+    for (auto &L : G.LPre)
+      L.resize(NPos + 1);
+  }
   G.PreCk.resize(CutPos.size() + 1);
   for (auto &C : G.Collapsed)
     C.resize(Boundaries.size() + 1);
@@ -51,12 +57,20 @@ void Planner::sumCollectives(Workspace &W, const TPPlan *Last) {
   // Tensor-parallel collectives, summed per position in their order.
   Group &G = W.G;
   const TPPlan &TP = *G.TP;
+  bool Count = Dev.asyncLaunch();
   if (!Last) {
     G.TPT.assign(Pos.size(), 0);
     G.TPF.assign(Pos.size(), 0);
+    if (Count) {
+      G.TPN.assign(Pos.size(), 0);
+      G.TPNF.assign(Pos.size(), 0);
+    }
   } else {
     for (uint32_t P : Last->CollPos)
       G.TPT[P] = G.TPF[P] = 0;
+    if (Count)
+      for (uint32_t P : Last->CollPos)
+        G.TPN[P] = G.TPNF[P] = 0;
   }
   bool TPInter = crossesNodes(1, G.T);
   double TPBw = groupBandwidth(1, G.T), TPLat = linkLatency(TPInter);
@@ -71,6 +85,11 @@ void Planner::sumCollectives(Workspace &W, const TPPlan *Last) {
     if (TP.CollFwd[I])
       TPFs[TP.CollPos[I]] += Sec[TP.CollCost[I]];
   }
+  if (Count)
+    for (size_t I = 0, E = TP.CollPos.size(); I < E; ++I) {
+      ++G.TPN[TP.CollPos[I]];
+      G.TPNF[TP.CollPos[I]] += TP.CollFwd[I];
+    }
   G.TPCount = TP.CollPos.size();
 }
 
@@ -89,10 +108,19 @@ void Planner::placeSlots(Workspace &W) {
     const PolyPhase &XF = fwd(X), &XB = bwd(X);
     PhaseCost F = XF.at(Mb, Scale), Bc = XB.at(Mb, Scale);
     if (Kernels && X.Product) {
-      productTimes(W, X, Mb, Kind, T, G.SlotTF[Slot], G.SlotTB[Slot]);
+      productTimes(W, X, Mb, Kind, T, G.SlotTF[Slot], G.SlotTB[Slot], G.SlotLF[Slot],
+                   G.SlotLB[Slot]);
     } else {
-      G.SlotTF[Slot] = placeOnDevice(F, Dev, X.Type, Cfg).Seconds;
-      G.SlotTB[Slot] = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg).Seconds : 0;
+      PhaseTime PF = placeOnDevice(F, Dev, X.Type, Cfg);
+      PhaseTime PB = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg) : PhaseTime();
+      // With the kernel model, a streaming kernel as analyze times it
+      // (its DRAM latency before the first bytes).
+      G.SlotTF[Slot] =
+          Kernels ? kernels::streaming("forward", F, Dev, X.Type, Cfg, &PF).Seconds : PF.Seconds;
+      G.SlotTB[Slot] =
+          Kernels ? kernels::streaming("backward", Bc, Dev, X.Type, Cfg, &PB).Seconds : PB.Seconds;
+      G.SlotLF[Slot] = PF.Launches;
+      G.SlotLB[Slot] = PB.Launches;
     }
     W.SlotMF[Slot] = (XF.Flops.at(Mb) + XB.Flops.at(Mb)) * T * Scale;
     W.SlotMM0[Slot] = 2 * (XF.Macs.at(Mb) * 1 + XB.Macs.at(Mb)) * T * Scale;
@@ -101,7 +129,8 @@ void Planner::placeSlots(Workspace &W) {
 }
 
 void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,
-                           unsigned T, double &Fwd, double &Bwd) {
+                           unsigned T, double &Fwd, double &Bwd, double &FwdLaunches,
+                           double &BwdLaunches) {
   // The product at micro-batch Mb (each dim a polynomial in it), split by
   // tensor parallelism as its sharding says: a column split divides N, a
   // row split K, another split (attention's heads) the batch.
@@ -115,10 +144,14 @@ void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned 
     (S.Batch >= T ? S.Batch : S.M) /= T;
   MathUnit U = mathUnit(Dev, X.Type, Cfg);
   double Elem = dtypeBytes(X.Type);
-  Fwd = productPhase(S, false, false, false, U, Dev, Elem, &W.Memo).seconds();
-  Bwd = X.NeedsBackward
-            ? productPhase(S, true, X.GradA, X.GradB, U, Dev, Elem, &W.Memo).seconds()
-            : 0;
+  PhaseKernels F = productPhase(S, false, false, false, U, Dev, Elem, &W.Memo);
+  PhaseKernels B = X.NeedsBackward
+                       ? productPhase(S, true, X.GradA, X.GradB, U, Dev, Elem, &W.Memo)
+                       : PhaseKernels();
+  Fwd = F.seconds();
+  Bwd = B.seconds();
+  FwdLaunches = F.launches();
+  BwdLaunches = B.launches();
 }
 
 void Planner::sumPositions(Workspace &W) {
@@ -193,11 +226,43 @@ void Planner::sumPositions(Workspace &W) {
   G.TotRec[0] = 0;
   G.TotRec[1] = Rec1;
   G.TotRec[2] = Rec2;
+  if (Dev.asyncLaunch())
+    sumLaunches(G);
   for (int R = 0; R < 3; ++R) {
     G.Bounded[R] = !Bad && G.Prefix[R][NPos] <= std::numeric_limits<double>::max();
     for (size_t K = NextB; K < NumB; ++K) // boundaries the loop did not pass (none at 0)
       G.Collapsed[R][K + 1] = G.Prefix[R][Boundaries[K]];
   }
+}
+
+void Planner::sumLaunches(Group &G) {
+  // The kernels the host issues, per position in order: forward, backward
+  // and collectives; a replay adds the forward's (and under full
+  // recomputation its forward collectives). Whole numbers: every prefix
+  // difference is a stage's exact count.
+  const uint32_t *Slots = G.SlotOf, *N = G.TPN.data(), *NF = G.TPNF.data();
+  const uint8_t *Sel = RecSel.data(), *Full = RecFull.data();
+  const double *LF = G.SlotLF.data(), *LB = G.SlotLB.data();
+  double *L0 = G.LPre[0].data(), *L1 = G.LPre[1].data(), *L2 = G.LPre[2].data();
+  L0[0] = L1[0] = L2[0] = 0;
+  for (size_t P = 0, NPos = Pos.size(); P < NPos; ++P) {
+    double F = LF[Slots[P]], X = F + LB[Slots[P]] + N[P];
+    L0[P + 1] = L0[P] + X;
+    L1[P + 1] = L1[P] + X + (Sel[P] ? F : 0);
+    L2[P + 1] = L2[P] + X + (Full[P] ? F + NF[P] : 0);
+  }
+}
+
+double Planner::stageLaunches(const StageView &S, unsigned St) const {
+  if (!Dev.asyncLaunch())
+    return 0;
+  const std::vector<double> &L = S.Gr.LPre[S.R];
+  double Sum = 0;
+  for (unsigned C = 0; C < S.V; ++C) {
+    unsigned Ch = St + C * S.P;
+    Sum += L[S.Ends[Ch]] - L[S.start(Ch)];
+  }
+  return Sum;
 }
 
 void Planner::sumActivations(Group &G) {
@@ -297,7 +362,18 @@ const std::vector<size_t> &Planner::stageEnds(Group &Gr, int R, unsigned Chunks)
     double &MaxSeg = Gr.MaxSeg[R][Few];
     if (Gr.Bounded[R] && MaxSeg < 0)
       MaxSeg = maxSegment(Seg);
-    Ends = balance(Seg, Chunks, Few ? Boundaries : AllBoundaries, Gr.Bounded[R], MaxSeg);
+    const std::vector<size_t> &Allowed = Few ? Boundaries : AllBoundaries;
+    // The host's launches bind only where all of them outlast the best
+    // device-only bound (at least the largest segment and the mean chunk).
+    double HostAll = Dev.asyncLaunch() ? Gr.LPre[R][Pos.size()] * Dev.LaunchOverhead : 0;
+    if (Gr.Bounded[R] && HostAll > std::max(MaxSeg, Seg.back() / Chunks)) {
+      std::vector<double> Host(Seg.size());
+      for (size_t K = 1; K < Host.size(); ++K)
+        Host[K] = Gr.LPre[R][Allowed[K - 1]] * Dev.LaunchOverhead;
+      Ends = balanceStream(Seg, Host, Chunks, Allowed);
+    } else {
+      Ends = balance(Seg, Chunks, Allowed, Gr.Bounded[R], MaxSeg);
+    }
   } else {
     Ends = {Pos.size()};
   }
@@ -413,9 +489,15 @@ std::vector<unsigned> Planner::slowestCandidates(const StageView &S) {
   const std::vector<double> &Prefix = Gr.Prefix[S.R];
   unsigned P = S.P, V = S.V;
   size_t NPos = Pos.size();
-  std::vector<double> Approx(P, 0);
+  std::vector<double> Approx(P, 0), Host(P, 0);
   for (unsigned Ch = 0; Ch < P * V; ++Ch)
     Approx[Ch % P] += Prefix[S.Ends[Ch]] - Prefix[S.start(Ch)];
+  // A stage takes max(its device time, its launches' host time); the
+  // latter is exact, so the bound on the error stays the device's.
+  for (unsigned St = 0; St < P; ++St) {
+    Host[St] = stageSeconds(0, stageLaunches(S, St));
+    Approx[St] = std::max(Approx[St], Host[St]);
+  }
   double MaxA = *std::max_element(Approx.begin(), Approx.end());
   double Err = 1.5 * (2.0 * V + 2) * (double(NPos) + 2) * 0x1p-53 * Prefix[NPos];
   // A stage whose costs are those of an earlier candidate, position by
@@ -450,7 +532,7 @@ std::vector<unsigned> Planner::slowestCandidates(const StageView &S) {
       continue;
     bool Dup = false;
     for (unsigned C : Cands)
-      if ((Dup = SameCosts(C, St)))
+      if ((Dup = Host[C] == Host[St] && SameCosts(C, St)))
         break;
     if (!Dup)
       Cands.push_back(St);
@@ -466,16 +548,24 @@ void Planner::slowestStageExact(const StageView &S, StageAgg &A) {
   for (size_t I = 0; I < Cands.size(); I += 2)
     sumStagesExactly(S, Cands[I], I + 1 < Cands.size() ? &Cands[I + 1] : nullptr, X[I],
                      I + 1 < Cands.size() ? X[I + 1] : X[I]);
-  // The first of the largest, as evaluate() took it.
+  // The first of the largest, as evaluate() took it, each stage as one
+  // stream of its kernels.
+  std::vector<double> Launches(Cands.size()), Stream(Cands.size());
+  for (size_t I = 0; I < Cands.size(); ++I) {
+    Launches[I] = stageLaunches(S, Cands[I]);
+    Stream[I] = stageSeconds(X[I].T, Launches[I]);
+  }
   size_t Best = 0;
   for (size_t I = 1; I < Cands.size(); ++I)
-    if (X[I].T > X[Best].T)
+    if (Stream[I] > Stream[Best])
       Best = I;
   A.Slowest = Cands[Best];
   A.Time = X[Best].T;
   A.Bwd = X[Best].B;
   A.TP = X[Best].TP;
   A.Rec = X[Best].Rec;
+  A.Launches = Launches[Best];
+  A.HostStall = Stream[Best] - X[Best].T;
 }
 
 void Planner::slowestStageDirect(const StageView &S, StageAgg &A) {
@@ -494,15 +584,22 @@ void Planner::slowestStageDirect(const StageView &S, StageAgg &A) {
       Rec[St] += !Flag || !Flag[Q] ? 0 : R == 1 ? Gr.tf(Q) : Gr.tf(Q) + Gr.TPF[Q];
     }
   }
+  std::vector<double> Launches(P), Stream(P);
+  for (unsigned St = 0; St < P; ++St) {
+    Launches[St] = stageLaunches(S, St);
+    Stream[St] = stageSeconds(Time[St], Launches[St]);
+  }
   unsigned Slowest = 0;
   for (unsigned St = 1; St < P; ++St)
-    if (Time[St] > Time[Slowest])
+    if (Stream[St] > Stream[Slowest])
       Slowest = St;
   A.Slowest = Slowest;
   A.Time = Time[Slowest];
   A.Bwd = Bwd[Slowest];
   A.TP = TPs[Slowest];
   A.Rec = Rec[Slowest];
+  A.Launches = Launches[Slowest];
+  A.HostStall = Stream[Slowest] - Time[Slowest];
 }
 
 void Planner::stageMemory(const StageView &View, StageAgg &A) {
@@ -622,7 +719,9 @@ Planner::Links Planner::linksOf(const PlanConfig &PC) const {
 double Planner::evalPipeline(const PlanConfig &PC, const StageAgg &A, const Links &L,
                              PlanEval &E) const {
   double MaxBoundary = A.MaxBoundary;
-  double TStage = A.Time;
+  // The stage's device time, or the host's to issue its kernels where
+  // that is longer (Device::streamSeconds).
+  double TStage = A.Time + A.HostStall;
   // Point-to-point: activation forward, gradient backward, at each of the
   // stage's v chunk boundaries.
   // With tensor parallelism each of the t ranks sends 1/t of the boundary
@@ -641,7 +740,9 @@ double Planner::evalPipeline(const PlanConfig &PC, const StageAgg &A, const Link
   double Slots = double(PC.M) + double(PC.P - 1) / PC.V;
   E.Bubble = PC.P > 1 ? double(PC.P - 1) / (PC.V * PC.M + PC.P - 1) : 0;
   E.BubbleSeconds = TMicro * double(PC.P - 1) / PC.V;
-  E.ComputeSeconds = (TStage - A.TP) * PC.M;
+  E.ComputeSeconds = (A.Time - A.TP) * PC.M;
+  E.HostStallSeconds = A.HostStall * PC.M;
+  E.StageLaunches = A.Launches;
   E.RecomputeSeconds = A.Rec * PC.M;
   E.TPSeconds = A.TP * PC.M;
   E.P2PSeconds = P2P * PC.M;
@@ -744,8 +845,15 @@ void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L
                         (Mixed ? WBytes : 0)) /
                        (PC.Zero >= 1 ? PC.D : 1);
   double UpdateFlops = WorstParamCount * O.FlopsPerParam / (PC.Zero >= 1 ? PC.D : 1);
-  E.OptimizerSeconds =
-      placeOnDevice(PhaseCost{UpdateFlops, 0, 0, UpdateBytes}, Dev, DType::Float, Cfg).Seconds;
+  // Behind a host-bound stream the host issues the update's kernels last,
+  // so they wait for their launches (analyze's step counts them in the
+  // same stream); behind a device-bound one the host is ahead and the
+  // launches hide.
+  PhaseTime Update =
+      placeOnDevice(PhaseCost{UpdateFlops, 0, 0, UpdateBytes}, Dev, DType::Float, Cfg);
+  E.OptimizerSeconds = E.HostStallSeconds > 0
+                           ? std::max(Update.Seconds, Update.Launches * Dev.LaunchOverhead)
+                           : Update.Seconds;
   // The input feed, host to device, prefetched behind the step's compute.
   double Mb = double(PC.MicroBatch);
   double Feed = Dev.HostLink.present()

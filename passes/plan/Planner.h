@@ -74,6 +74,10 @@ struct PlanEval {
   double StepSeconds = 0;
   double ComputeSeconds = 0;  ///< m * slowest stage compute (incl. recompute)
   double RecomputeSeconds = 0;
+  /// m * what the slowest stage's device waits per micro-batch for the host
+  /// to issue its kernels (an asynchronous device: Device::streamSeconds);
+  /// StageLaunches: that stage's kernels per micro-batch.
+  double HostStallSeconds = 0, StageLaunches = 0;
   double TPSeconds = 0;       ///< tensor-parallel collectives on the critical path
   double P2PSeconds = 0;
   double BubbleSeconds = 0;

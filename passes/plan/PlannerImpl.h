@@ -163,6 +163,11 @@ struct TPPlan {
 struct StageAgg {
   unsigned Slowest = 0;
   double Time = 0, Bwd = 0, TP = 0, Rec = 0; ///< of the slowest stage
+  /// The slowest stage's kernels per micro-batch, and the time its device
+  /// waits for the host to issue them: on an asynchronous device
+  /// (Device::streamSeconds) a stage takes max(Time, Launches x the launch
+  /// overhead), and HostStall is what that adds to Time.
+  double Launches = 0, HostStall = 0;
   double MaxBoundary = 0;
   std::vector<double> Params, SplitParams, Act, Ckpt, SegMax; ///< per stage
   /// Copies of shared weights held by stages other than their owner's
@@ -187,10 +192,18 @@ struct Group {
   /// and read again for every group of a million-position graph).
   const uint32_t *SlotOf = nullptr;
   std::vector<double> SlotTF, SlotTB;
+  /// The kernels a slot's forward and backward launch.
+  std::vector<double> SlotLF, SlotLB;
   /// Per position: TP collectives, and of which forward (replayed by full
   /// recomputation). Zero but at TP's collectives (each group clears the
   /// last one's: a full clear wrote 16 bytes a position).
   std::vector<double> TPT, TPF;
+  /// On an asynchronous device only (else empty): per position, how many
+  /// collectives (each one kernel), and of which forward; and LPre[R][k],
+  /// the kernels positions 0 .. k-1 launch under recomputation R (forward,
+  /// backward, collectives and the replay: whole numbers, exact sums).
+  std::vector<uint32_t> TPN, TPNF;
+  std::vector<double> LPre[3];
   /// Prefix[k]: the costs of positions 0 .. k-1 summed in order (cost():
   /// forward + backward + recompute + TP).
   std::vector<double> Prefix[3];
@@ -398,8 +411,9 @@ private:
   /// A matrix product's forward and backward time by the kernel model, at
   /// micro-batch Mb and degree T (Kind: its slot's split kind).
   void productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind, unsigned T,
-                    double &Fwd, double &Bwd);
+                    double &Fwd, double &Bwd, double &FwdLaunches, double &BwdLaunches);
   void sumActivations(Group &G);
+  void sumLaunches(Group &G);
   void checkExactSums(Group &G);
   /// What the partition (recomputation, P stages, V chunks each) of Gr's
   /// positions adds: the chunk ends, shared weights' copies, the largest
@@ -423,6 +437,13 @@ private:
   };
   void sumStagesExactly(const StageView &S, unsigned Sa, const unsigned *Sb, StageSums &Xa,
                         StageSums &Xb);
+  /// The kernels stage St of S launches per micro-batch (0 on a device that
+  /// runs each kernel as it is issued: there the launch is in each time).
+  double stageLaunches(const StageView &S, unsigned St) const;
+  /// A stage of Device seconds and Launches kernels as one stream.
+  double stageSeconds(double Device, double Launches) const {
+    return Dev.streamSeconds(Device, Launches);
+  }
   void slowestStageExact(const StageView &S, StageAgg &A);
   void slowestStageDirect(const StageView &S, StageAgg &A);
   void stageMemory(const StageView &S, StageAgg &A);
@@ -525,6 +546,12 @@ double maxSegment(const std::vector<double> &Prefix);
 /// segment MaxSeg).
 std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
                             const std::vector<size_t> &Allowed, bool Sorted, double MaxSeg);
+/// balance() of chunk streams: each chunk's device time (Seg) and its
+/// host's time to issue its kernels (Host, a prefix over the same
+/// boundaries), the larger of the two balanced (both non-decreasing).
+std::vector<size_t> balanceStream(const std::vector<double> &Seg,
+                                  const std::vector<double> &Host, unsigned Chunks,
+                                  const std::vector<size_t> &Allowed);
 
 // Enumerate.cpp
 /// The divisors of N, ascending.

@@ -129,4 +129,27 @@ std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
   return Ends;
 }
 
+std::vector<size_t> balanceStream(const std::vector<double> &Seg,
+                                  const std::vector<double> &Host, unsigned Chunks,
+                                  const std::vector<size_t> &Allowed) {
+  // A chunk's stream takes max(device time, host time) (laws.md: the host
+  // and the device pipeline); the smallest bound that holds both sums of
+  // every chunk, by the same bisection: a greedy fill ends each chunk
+  // where either sum would pass the bound.
+  size_t N = Seg.size() - 1;
+  auto End = [](const std::vector<double> &S, size_t Start, double Bound) {
+    return size_t(std::upper_bound(S.begin() + Start + 1, S.end(), S[Start] + Bound) -
+                  S.begin() - 1);
+  };
+  std::vector<size_t> SegEnds = bisectBound(
+      std::max(maxSegment(Seg), maxSegment(Host)), std::max(Seg.back(), Host.back()), N,
+      Chunks, [&](size_t Start, unsigned, double Bound) {
+        return std::max(std::min(End(Seg, Start, Bound), End(Host, Start, Bound)), Start + 1);
+      });
+  std::vector<size_t> Ends;
+  for (size_t E : SegEnds)
+    Ends.push_back(E == 0 ? 0 : Allowed[std::min(E, Allowed.size()) - 1]);
+  return Ends;
+}
+
 } // namespace ridge::plan

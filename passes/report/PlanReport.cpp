@@ -67,11 +67,17 @@ void printBreakdown(const PlanEval &E, llvm::raw_ostream &OS, const char *Indent
      << formatv("compute {0} (recompute {1}), tensor-parallel collectives {2} "
                 "({3}), pipeline bubble {4} ({5:P1}), point-to-point {6} ({7}), data-parallel "
                 "all-reduce {8} of which {9} exposed ({10}), overlap slowdown {11}, optimizer "
-                "{12}, input feed exposed {13}{14}\n",
+                "{12}, input feed exposed {13}{14}{15}\n",
                 ms(E.ComputeSeconds), ms(E.RecomputeSeconds), ms(E.TPSeconds), E.TPTier,
                 ms(E.BubbleSeconds), E.Bubble, ms(E.P2PSeconds), E.PPTier, ms(E.DPSeconds),
                 ms(E.DPExposedSeconds), E.DPTier, ms(E.OverlapSlowdownSeconds),
                 ms(E.OptimizerSeconds), ms(E.FeedExposedSeconds),
+                E.HostStallSeconds > 0
+                    ? formatv(", host stall {0} (the slowest stage's {1} kernel launches per "
+                              "micro-batch outlast its device time)",
+                              ms(E.HostStallSeconds), exactNumber(E.StageLaunches))
+                          .str()
+                    : std::string(),
                 E.TiedSyncSeconds > 0
                     ? ", shared-weight gradient sync " + ms(E.TiedSyncSeconds) + " (" +
                           E.PPTier + ")"
@@ -92,6 +98,7 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
     const char *What;
     double Seconds;
   } Terms[] = {{"compute", W.ComputeSeconds},
+               {"the host's kernel launches", W.HostStallSeconds},
                {"tensor-parallel communication", W.TPSeconds},
                {"the pipeline bubble", W.BubbleSeconds},
                {"point-to-point transfers", W.P2PSeconds},
@@ -127,12 +134,22 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
                   "{3:P1} of the pipeline.\n",
                   W.C.P, W.C.M, W.C.V > 1 ? formatv(", {0} chunks each", W.C.V).str() : "",
                   W.Bubble);
+  if (W.HostStallSeconds > 0 && R.Dev)
+    OS << formatv("  - the slowest stage is host-bound: {0} kernel launches x {1} = {2} per "
+                  "micro-batch outlast its {3} of device time; the device waits {4} a step "
+                  "(fewer, larger kernels: `ridge analyze --fusion`).\n",
+                  exactNumber(W.StageLaunches), durationText(R.Dev->LaunchOverhead),
+                  durationText(W.StageLaunches * R.Dev->LaunchOverhead),
+                  durationText(W.StageLaunches * R.Dev->LaunchOverhead - W.HostStallSeconds / W.C.M),
+                  ms(W.HostStallSeconds));
   if (W.C.Recomp != Config::Recompute::None)
     OS << formatv("  - {0} recomputation trades {1} of forward replay for activation "
                   "memory.\n",
                   recomputeName(W.C.Recomp), ms(W.RecomputeSeconds));
   double Speedup = R.SingleDevice.StepSeconds / W.StepSeconds;
   unsigned N = R.Opts.Devices;
+  if (N <= 1)
+    return; // Amdahl's law is about a split; one device has none.
   std::optional<double> Serial = serialFraction(Speedup, N);
   if (!Serial) {
     OS << formatv("  - Amdahl: speedup {0} on {1} devices is below 1: the split adds "
@@ -163,6 +180,8 @@ llvm::json::Object evalJson(const PlanEval &E) {
       {"step_seconds", E.StepSeconds},
       {"compute_seconds", E.ComputeSeconds},
       {"recompute_seconds", E.RecomputeSeconds},
+      {"host_stall_seconds", E.HostStallSeconds},
+      {"stage_launches", E.StageLaunches},
       {"tp_seconds", E.TPSeconds},
       {"bubble_seconds", E.BubbleSeconds},
       {"bubble_fraction", E.Bubble},
