@@ -121,11 +121,30 @@ void Planner::placeSlots(Workspace &W) {
           Kernels ? kernels::streaming("backward", Bc, Dev, X.Type, Cfg, &PB).Seconds : PB.Seconds;
       G.SlotLF[Slot] = PF.Launches;
       G.SlotLB[Slot] = PB.Launches;
+      if (auto It = NestedKernels.find(uint32_t(&X - Pos.data())); It != NestedKernels.end())
+        nestedKernels(It->second, Kernels, G.SlotTF[Slot], G.SlotTB[Slot], G.SlotLF[Slot],
+                      G.SlotLB[Slot]);
     }
     W.SlotMF[Slot] = (XF.Flops.at(Mb) + XB.Flops.at(Mb)) * T * Scale;
     W.SlotMM0[Slot] = 2 * (XF.Macs.at(Mb) * 1 + XB.Macs.at(Mb)) * T * Scale;
     W.SlotMM1[Slot] = 2 * (XF.Macs.at(Mb) * 2 + XB.Macs.at(Mb)) * T * Scale;
   }
+}
+
+void Planner::nestedKernels(const std::array<double, 2> &K, bool Kernels, double &Fwd,
+                            double &Bwd, double &FwdLaunches, double &BwdLaunches) const {
+  // A control-flow node's bodies, costed as one summed phase (one kernel):
+  // each further kernel costs the device its per-kernel overhead (and with
+  // the kernel model its DRAM latency), as analyze times each body node.
+  double Extra = Dev.perKernelOverhead() + (Kernels ? kernels::constants().DramLatency : 0);
+  auto Add = [&](double &Time, double &Launches, double N) {
+    if (Launches > 0 && N > 1) {
+      Time += (N - 1) * Extra;
+      Launches = N;
+    }
+  };
+  Add(Fwd, FwdLaunches, K[0]);
+  Add(Bwd, BwdLaunches, K[1]);
 }
 
 void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,

@@ -353,6 +353,10 @@ private:
   std::vector<const Position *> ClassRep;
   /// The products' GEMM dims (Position::GemmIdx).
   std::vector<GemmDims> Gemms;
+  /// Positions whose node holds control-flow bodies: the kernels its
+  /// forward and backward launch (each body node's times its multiplier,
+  /// and the node's own), where the position's summed cost is one kernel.
+  llvm::DenseMap<uint32_t, std::array<double, 2>> NestedKernels;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   std::vector<BatchPoly> SavedAff, SelAff, CkAff;
   std::vector<size_t> CutPos;           ///< positions with Cut, ascending
@@ -412,6 +416,10 @@ private:
   /// micro-batch Mb and degree T (Kind: its slot's split kind).
   void productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind, unsigned T,
                     double &Fwd, double &Bwd, double &FwdLaunches, double &BwdLaunches);
+  /// A control-flow position's forward and backward times and launches
+  /// with its bodies' K kernels (NestedKernels), not one.
+  void nestedKernels(const std::array<double, 2> &K, bool Kernels, double &Fwd, double &Bwd,
+                     double &FwdLaunches, double &BwdLaunches) const;
   void sumActivations(Group &G);
   void sumLaunches(Group &G);
   void checkExactSums(Group &G);

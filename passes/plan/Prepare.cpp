@@ -44,6 +44,12 @@ uint64_t hashWords(uint64_t H, llvm::ArrayRef<uint64_t> Words) {
   return H;
 }
 
+/// Whether a phase of these counts runs a kernel (a view, metadata op or
+/// control-flow node runs none).
+bool runsKernel(const PhaseCount &C) {
+  return C.Flops != 0 || C.Bytes != 0 || C.Transcendentals != 0;
+}
+
 /// The main-graph position that holds N (N itself, or the control-flow
 /// node whose body holds it); none for a node outside the main graph's tree.
 std::optional<size_t> positionOf(const Graph &G, const Node *N) {
@@ -111,6 +117,8 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
       continue;
     for (bool Bwd : {false, true}) {
       PhaseCount C = Bwd ? NC.bwdCounts() : NC.fwdCounts();
+      if (NC.N->Parent != &G && runsKernel(C))
+        NestedKernels[uint32_t(*P)][Bwd] += NC.multiplier();
       PolyPhase X;
       if (llvm::Error E = Poly(*NC.N, C.Flops, X.Flops))
         return E;
@@ -156,6 +164,15 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
         X.GradA = NC.inputNeedsGrad(0);
         X.GradB = NC.inputNeedsGrad(1);
       }
+  }
+  // A position with body nodes launches its own node's kernels too (a
+  // Loop or If itself costs nothing).
+  for (auto &[P, K] : NestedKernels) {
+    const NodeCost &Own = Sym.Nodes[P];
+    assert(Own.N == G.Nodes[P] && "the main graph's costs come first, in order");
+    if (Own.N == G.Nodes[P] && SymModeled[P])
+      for (bool Bwd : {false, true})
+        K[Bwd] += runsKernel(Bwd ? Own.bwdCounts() : Own.fwdCounts());
   }
   // Each value whose bytes grow with the batch (the others are taken from
   // the bound graph).
@@ -411,26 +428,41 @@ void Planner::assignParameters() {
   C1.Trainable.forEach([&](const Value *V) { FirstReader[V] = Unread; });
   llvm::MapVector<const Value *, std::vector<uint32_t>> LaterReaders;
   PosParams.assign(N, 0);
-  for (size_t P = 0; P < N; ++P)
-    for (const Value *In : Pos[P].N->Inputs) {
-      if (!In)
-        continue;
-      uint32_t &First = FirstReader[In];
-      if (First == NotParam)
-        continue;
-      if (First == Unread) {
-        First = uint32_t(P);
-        double Elems = In->numElements().value_or(0);
-        PosParams[P] += Elems;
-        ParamPos.push_back(uint32_t(P));
-        ParamVal.push_back(In);
-        ParamElems.push_back(Elems);
-      } else if (First != P) {
-        std::vector<uint32_t> &L = LaterReaders[In];
-        if (L.empty() || L.back() != P)
-          L.push_back(uint32_t(P));
+  // A control-flow body reads the weights it captures by name, not as its
+  // parent's inputs: its nodes read them at the parent's position.
+  std::vector<std::pair<uint32_t, const Node *>> Nested;
+  for (const NodeCost &NC : C1.Nodes)
+    if (NC.N->Parent != &G)
+      if (std::optional<size_t> P = positionOf(G, NC.N))
+        Nested.emplace_back(uint32_t(*P), NC.N);
+  llvm::stable_sort(Nested, llvm::less_first());
+  size_t NextNested = 0;
+  llvm::SmallVector<const Node *, 4> Readers;
+  for (size_t P = 0; P < N; ++P) {
+    Readers.assign({Pos[P].N});
+    for (; NextNested < Nested.size() && Nested[NextNested].first == P; ++NextNested)
+      Readers.push_back(Nested[NextNested].second);
+    for (const Node *Rd : Readers)
+      for (const Value *In : Rd->Inputs) {
+        if (!In)
+          continue;
+        uint32_t &First = FirstReader[In];
+        if (First == NotParam)
+          continue;
+        if (First == Unread) {
+          First = uint32_t(P);
+          double Elems = In->numElements().value_or(0);
+          PosParams[P] += Elems;
+          ParamPos.push_back(uint32_t(P));
+          ParamVal.push_back(In);
+          ParamElems.push_back(Elems);
+        } else if (First != P) {
+          std::vector<uint32_t> &L = LaterReaders[In];
+          if (L.empty() || L.back() != P)
+            L.push_back(uint32_t(P));
+        }
       }
-    }
+  }
   for (auto &[V, Later] : LaterReaders) {
     SharedParam Sp{V, V->numElements().value_or(0), {FirstReader[V]}};
     Sp.Readers.insert(Sp.Readers.end(), Later.begin(), Later.end());
@@ -462,11 +494,12 @@ void Planner::classifyPositions() {
   struct Key {
     uint32_t Fwd, Bwd;
     std::array<double, 4 * (BatchPoly::MaxDegree + 1) + 2> Gemm; ///< a product's dims and gradients (else 0)
+    std::array<double, 2> Kernels; ///< NestedKernels (else 0)
     uint8_t Type;
     bool NeedsBackward;
     bool operator==(const Key &O) const {
-      return Fwd == O.Fwd && Bwd == O.Bwd && Gemm == O.Gemm && Type == O.Type &&
-             NeedsBackward == O.NeedsBackward;
+      return Fwd == O.Fwd && Bwd == O.Bwd && Gemm == O.Gemm && Kernels == O.Kernels &&
+             Type == O.Type && NeedsBackward == O.NeedsBackward;
     }
   };
   struct Hash {
@@ -475,7 +508,9 @@ void Planner::classifyPositions() {
       H = hashWords(H, {uint64_t(K.Fwd), uint64_t(K.Bwd)});
       std::array<uint64_t, std::tuple_size_v<decltype(K.Gemm)>> Gemm;
       std::memcpy(Gemm.data(), K.Gemm.data(), sizeof(Gemm));
-      return size_t(hashWords(H, Gemm));
+      std::array<uint64_t, 2> Kn;
+      std::memcpy(Kn.data(), K.Kernels.data(), sizeof(Kn));
+      return size_t(hashWords(hashWords(H, Gemm), Kn));
     }
   };
   size_t N = Pos.size();
@@ -495,6 +530,8 @@ void Planner::classifyPositions() {
       Ky.Gemm[J++] = double(X.GradA);
       Ky.Gemm[J] = double(X.GradB);
     }
+    auto Nested = NestedKernels.find(uint32_t(P));
+    Ky.Kernels = Nested == NestedKernels.end() ? std::array<double, 2>{} : Nested->second;
     Ky.Type = uint8_t(X.Type);
     Ky.NeedsBackward = X.NeedsBackward;
     auto [It, New] = Classes.try_emplace(Ky, uint32_t(ClassRep.size()));
