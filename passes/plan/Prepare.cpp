@@ -167,13 +167,17 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
   }
   // A position with body nodes launches its own node's kernels too (a
   // Loop or If itself costs nothing).
-  for (auto &[P, K] : NestedKernels) {
-    const NodeCost &Own = Sym.Nodes[P];
-    assert(Own.N == G.Nodes[P] && "the main graph's costs come first, in order");
-    if (Own.N == G.Nodes[P] && SymModeled[P])
-      for (bool Bwd : {false, true})
-        K[Bwd] += runsKernel(Bwd ? Own.bwdCounts() : Own.fwdCounts());
-  }
+  // (Sym.Nodes lists a body's nodes before their parent.)
+  if (!NestedKernels.empty())
+    for (size_t I = 0; I < Sym.Nodes.size(); ++I) {
+      const NodeCost &Own = Sym.Nodes[I];
+      if (Own.N->Parent != &G || !SymModeled[I])
+        continue;
+      auto It = NestedKernels.find(uint32_t(Own.N->Index));
+      if (It != NestedKernels.end())
+        for (bool Bwd : {false, true})
+          It->second[Bwd] += runsKernel(Bwd ? Own.bwdCounts() : Own.fwdCounts());
+    }
   // Each value whose bytes grow with the batch (the others are taken from
   // the bound graph).
   ValueBytes = std::make_unique<ValueMap<std::optional<BatchPoly>>>(G, std::nullopt);

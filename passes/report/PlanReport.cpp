@@ -134,14 +134,16 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
                   "{3:P1} of the pipeline.\n",
                   W.C.P, W.C.M, W.C.V > 1 ? formatv(", {0} chunks each", W.C.V).str() : "",
                   W.Bubble);
-  if (W.HostStallSeconds > 0 && R.Dev)
+  if (W.HostStallSeconds > 0 && R.Dev) {
+    // The stage's device time per micro-batch: its kernels and collectives.
+    double Device = (W.ComputeSeconds + W.TPSeconds) / W.C.M;
     OS << formatv("  - the slowest stage is host-bound: {0} kernel launches x {1} = {2} per "
                   "micro-batch outlast its {3} of device time; the device waits {4} a step "
                   "(fewer, larger kernels: `ridge analyze --fusion`).\n",
                   exactNumber(W.StageLaunches), durationText(R.Dev->LaunchOverhead),
-                  durationText(W.StageLaunches * R.Dev->LaunchOverhead),
-                  durationText(W.StageLaunches * R.Dev->LaunchOverhead - W.HostStallSeconds / W.C.M),
+                  durationText(W.StageLaunches * R.Dev->LaunchOverhead), durationText(Device),
                   ms(W.HostStallSeconds));
+  }
   if (W.C.Recomp != Config::Recompute::None)
     OS << formatv("  - {0} recomputation trades {1} of forward replay for activation "
                   "memory.\n",
