@@ -13,12 +13,20 @@ std::vector<unsigned> divisors(unsigned N) {
   return D;
 }
 
+size_t Planner::kernelPositions() const {
+  // A transcendental-only op (Tanh, Exp) or a copy runs a kernel too.
+  size_t N = 0;
+  for (const Position &X : Pos) {
+    const PolyPhase &F = fwd(X);
+    N += F.Flops.at(1) > 0 || F.Transc.at(1) > 0 || F.Bytes.at(1) > 0;
+  }
+  return N;
+}
+
 std::vector<PlanConfig> Planner::enumerate(unsigned N, const PlanOptions &Opts) const {
   std::vector<PlanConfig> Out;
   unsigned MaxTP = Opts.MaxTP ? Opts.MaxTP : K;
-  size_t Work = 0;
-  for (const Position &X : Pos)
-    Work += fwd(X).Flops.at(1) > 0;
+  size_t Work = kernelPositions();
   for (unsigned T : divisors(N)) {
     if ((Opts.TP && T != *Opts.TP) || (!Opts.TP && T > MaxTP))
       continue;

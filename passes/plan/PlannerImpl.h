@@ -478,6 +478,9 @@ private:
   };
   std::vector<PlanEval> evaluateAll(const std::vector<Job> &Jobs);
   std::vector<PlanConfig> enumerate(unsigned N, const PlanOptions &O) const;
+  /// The positions whose forward runs a kernel: a pipeline has at most one
+  /// stage per such position.
+  size_t kernelPositions() const;
 
   double linkBandwidth(bool Inter) const { return linkFor(Dev, Inter).Bandwidth; }
   /// The per-rank bandwidth of a ring collective over a group of Size ranks
