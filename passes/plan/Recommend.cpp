@@ -33,11 +33,14 @@ llvm::Expected<PlanResult> Planner::search() {
   for (const PlanConfig &C : enumerate(Opts.Devices, Opts))
     Jobs.push_back({C, Opts.Devices});
   size_t NumMain = Jobs.size();
-  size_t Stages = std::max<size_t>(1, kernelPositions());
-  if (NumMain == 0 && Opts.PP && *Opts.PP > Stages)
-    return usageError(formatv("plan: --pp {0} asks for more pipeline stages than the graph's "
-                              "{1} operation(s) that run a kernel (a stage holds at least one)",
-                              *Opts.PP, Stages));
+  if (NumMain == 0 && Opts.PP) {
+    size_t Stages = std::max<size_t>(1, kernelPositions());
+    if (*Opts.PP > Stages)
+      return usageError(formatv("plan: --pp {0} asks for more pipeline stages than the graph's "
+                                "{1} operation(s) that run a kernel (a stage holds at least "
+                                "one)",
+                                *Opts.PP, Stages));
+  }
   if (NumMain == 0)
     return usageError(formatv("plan: no configuration of {0} device(s) splits global batch "
                               "{1} as asked: the data-parallel degree must divide the global "

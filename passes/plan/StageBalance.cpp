@@ -47,16 +47,31 @@ static std::vector<size_t> bisectBound(double Lo, double Hi, size_t N, unsigned 
   return Ends;
 }
 
+/// The last end E > Start with Prefix[E] - Prefix[Start] <= Bound (Start
+/// when even one position passes it).
+static size_t segmentEnd(const std::vector<double> &Prefix, size_t Start, double Bound) {
+  return size_t(std::upper_bound(Prefix.begin() + Start + 1, Prefix.end(),
+                                 Prefix[Start] + Bound) -
+                Prefix.begin() - 1);
+}
+
+/// Segment ends (over the collapsed prefix) as positions: segment k ends
+/// at Allowed[k].
+static std::vector<size_t> toPositions(const std::vector<size_t> &SegEnds,
+                                       const std::vector<size_t> &Allowed) {
+  std::vector<size_t> Ends;
+  for (size_t E : SegEnds)
+    Ends.push_back(E == 0 ? 0 : Allowed[std::min(E, Allowed.size()) - 1]);
+  return Ends;
+}
+
 /// Splits positions [0, N) into Chunks contiguous ranges minimizing the
 /// largest sum (binary search on the bound, greedy fill over prefix sums).
 static std::vector<size_t> balanceSegments(const std::vector<double> &Prefix, unsigned Chunks) {
   size_t N = Prefix.size() - 1;
   return bisectBound(maxSegment(Prefix), Prefix.back(), N, Chunks,
                      [&](size_t Start, unsigned, double Bound) {
-                       size_t End = std::upper_bound(Prefix.begin() + Start + 1, Prefix.end(),
-                                                     Prefix[Start] + Bound) -
-                                    Prefix.begin() - 1;
-                       return std::max(End, Start + 1);
+                       return std::max(segmentEnd(Prefix, Start, Bound), Start + 1);
                      });
 }
 
@@ -121,12 +136,8 @@ static std::vector<size_t> balanceSorted(const std::vector<double> &Prefix, unsi
 /// Sorted: Seg is non-decreasing and its largest segment is MaxSeg.
 std::vector<size_t> balance(const std::vector<double> &Seg, unsigned Chunks,
                             const std::vector<size_t> &Allowed, bool Sorted, double MaxSeg) {
-  std::vector<size_t> SegEnds =
-      Sorted ? balanceSorted(Seg, Chunks, MaxSeg) : balanceSegments(Seg, Chunks);
-  std::vector<size_t> Ends;
-  for (size_t E : SegEnds)
-    Ends.push_back(E == 0 ? 0 : Allowed[std::min(E, Allowed.size()) - 1]);
-  return Ends;
+  return toPositions(Sorted ? balanceSorted(Seg, Chunks, MaxSeg) : balanceSegments(Seg, Chunks),
+                     Allowed);
 }
 
 std::vector<size_t> balanceStream(const std::vector<double> &Seg,
@@ -137,19 +148,13 @@ std::vector<size_t> balanceStream(const std::vector<double> &Seg,
   // every chunk, by the same bisection: a greedy fill ends each chunk
   // where either sum would pass the bound.
   size_t N = Seg.size() - 1;
-  auto End = [](const std::vector<double> &S, size_t Start, double Bound) {
-    return size_t(std::upper_bound(S.begin() + Start + 1, S.end(), S[Start] + Bound) -
-                  S.begin() - 1);
-  };
   std::vector<size_t> SegEnds = bisectBound(
       std::max(maxSegment(Seg), maxSegment(Host)), std::max(Seg.back(), Host.back()), N,
       Chunks, [&](size_t Start, unsigned, double Bound) {
-        return std::max(std::min(End(Seg, Start, Bound), End(Host, Start, Bound)), Start + 1);
+        return std::max(std::min(segmentEnd(Seg, Start, Bound), segmentEnd(Host, Start, Bound)),
+                        Start + 1);
       });
-  std::vector<size_t> Ends;
-  for (size_t E : SegEnds)
-    Ends.push_back(E == 0 ? 0 : Allowed[std::min(E, Allowed.size()) - 1]);
-  return Ends;
+  return toPositions(SegEnds, Allowed);
 }
 
 } // namespace ridge::plan
