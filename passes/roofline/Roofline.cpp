@@ -3,6 +3,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 using namespace ridge;
@@ -121,13 +122,10 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   R.Bandwidth = D.MemBandwidth;
   R.VectorPeak = D.peak(DType::Float).value_or(0);
   std::set<DType> Fallbacks;
-  R.StepType = Cfg.ComputeDType.value_or(DType::Float);
-  R.MatrixPeak = R.StepType == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
-                     ? D.Tf32Flops
-                     : D.matrixPeak(R.StepType);
-  if (R.VectorPeak <= 0)
-    R.VectorPeak = R.MatrixPeak; // a device with no fp32 figure
-  R.RidgePoint = R.MatrixPeak / R.Bandwidth;
+  // The step's dtype, MFU's peak: --dtype, else the type that carries the
+  // most matrix FLOPs as the graph stores it (an fp16 export's products
+  // run at the fp16 peak; dividing by fp32's gave an MFU of 500%).
+  std::map<DType, double> MatrixFlopsByType;
 
   R.Nodes.reserve(C->Nodes.size());
   GemmMemo Memo;
@@ -151,6 +149,7 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
       NR.Bwd = placeNode(NC, true, D, Ty, Cfg, &Memo);
     NR.Fwd.Type = NR.Bwd.Type = Ty;
     double K = NC.multiplier();
+    MatrixFlopsByType[Ty] += 2 * (NC.Fwd.Macs + (NC.NeedsBackward ? NC.Bwd.Macs : 0)) * K;
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;
     R.FwdLaunches += NR.Fwd.Launches * K;
@@ -165,6 +164,21 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
     }
     R.Nodes.push_back(NR);
   }
+  R.StepType = Cfg.ComputeDType.value_or(DType::Float);
+  if (!Cfg.ComputeDType) {
+    double Most = 0;
+    for (auto [Ty, F] : MatrixFlopsByType)
+      if (F > Most) {
+        Most = F;
+        R.StepType = Ty;
+      }
+  }
+  R.MatrixPeak = R.StepType == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
+                     ? D.Tf32Flops
+                     : D.matrixPeak(R.StepType);
+  if (R.VectorPeak <= 0)
+    R.VectorPeak = R.MatrixPeak; // a device with no fp32 figure
+  R.RidgePoint = R.MatrixPeak / R.Bandwidth;
   // The optimizer: one fused multi-tensor update, streaming its bytes.
   // fp32 master weights and state: vector work at fp32.
   PhaseTime Opt = placeOnDevice(T->Optimizer, D, DType::Float, Cfg);
