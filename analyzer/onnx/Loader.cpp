@@ -930,31 +930,55 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
   // only --dim is offered there.)
   auto WarnUnbound = [&](llvm::function_ref<bool(const ModelSource::Input &, size_t)> Bound,
                          const std::string &SetsWhat) {
-    std::vector<std::string> Unbound;
-    std::string FirstSymbol;
+    // By free symbol, in the order first met: the input dims it appears
+    // in (a KV-cache export has one past length in 64 inputs: the first
+    // three name it, a count stands for the rest).
+    std::vector<std::pair<std::string, std::vector<std::string>>> BySymbol;
+    size_t Dims = 0;
     for (const ModelSource::Input *In : Inputs)
       for (size_t I = 0; I < In->Dims.size(); ++I) {
         const Dim &D = In->Dims[I];
         if (!D.isSymbolic() || Bound(*In, I))
           continue;
-        if (FirstSymbol.empty())
-          FirstSymbol = D.str();
-        Unbound.push_back(formatv("'{0}' dim {1} ({2})", In->Name, I, D.str()).str());
+        bool Counted = false;
+        for (const std::string &S : sym::symbols(D.expr())) {
+          if (llvm::is_contained(Batched, S))
+            continue;
+          Dims += !Counted;
+          Counted = true;
+          auto It = llvm::find_if(BySymbol, [&](const auto &E) { return E.first == S; });
+          if (It == BySymbol.end())
+            It = BySymbol.insert(BySymbol.end(), {S, {}});
+          It->second.push_back(formatv("'{0}' dim {1}", In->Name, I).str());
+        }
       }
-    if (Unbound.empty())
+    if (BySymbol.empty())
       return;
+    std::vector<std::string> Listed, Binds;
+    for (const auto &[S, Where] : BySymbol) {
+      constexpr size_t Shown = 3;
+      std::vector<std::string> Head(Where.begin(), Where.begin() + std::min(Where.size(), Shown));
+      std::string More =
+          Where.size() > Shown ? formatv(" and {0} more", Where.size() - Shown).str() : "";
+      std::string Name = sym::symbol(S)->str(); // quoted when not an identifier
+      Listed.push_back(formatv("{0} ({1}{2})", Name, llvm::join(Head, ", "), More).str());
+      Binds.push_back(formatv("--dim {0}=N", S).str());
+    }
+    const std::string &First = BySymbol.front().first;
+    std::string BindAll = llvm::join(Binds, " ");
     std::string Fix =
         Batched.empty()
-            ? formatv("bind it (--dim {0}=N)", FirstSymbol).str()
-            : formatv("if it is the batch too, name both (--batch-dim {0},{1}); else bind it "
-                      "(--dim {1}=N)",
-                      llvm::join(Batched, ","), FirstSymbol)
+            ? formatv("bind {0} ({1})", BySymbol.size() == 1 ? "it" : "them", BindAll).str()
+            : formatv("if {1} is the batch too, name both (--batch-dim {0},{1}); else bind "
+                      "{2} ({3})",
+                      llvm::join(Batched, ","), First, BySymbol.size() == 1 ? "it" : "them",
+                      BindAll)
                   .str();
     Diags.warn(Src.path(),
-               formatv("{4}: input {0} {1} not bound, and what reads it cannot be costed: "
-                       "{5} sets only {2} to the {6}; {3}",
-                       llvm::join(Unbound, ", "), Unbound.size() == 1 ? "is" : "are", SetsWhat,
-                       Fix, Who, Plan ? "the plan" : Who, Plan ? "micro-batch" : "batch"));
+               formatv("{4}: {0} input dim(s) not bound, and what reads them cannot be costed: "
+                       "{1}; {5} sets only {2} to the {6}; {3}",
+                       Dims, llvm::join(Listed, ", "), SetsWhat, Fix, Who,
+                       Plan ? "the plan" : Who, Plan ? "micro-batch" : "batch"));
   };
   if (!Batched.empty()) {
     // (A name no input has is the load's error to report.)
