@@ -185,20 +185,26 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   // Each floating-point activation a gradient flows through is live on the
   // boundaries after its definition up to its last use; boundary p lies
   // after node p - 1 (0 is before the first node). Difference arrays count
-  // live tensors, and sum their ids, per boundary in O(nodes + edges).
+  // live tensors, and sum their ids, per boundary in O(nodes + edges). A
+  // graph output ends at its last reader: the caller holds it anyway (a
+  // KV-cache export's present keys and values, one per layer, would
+  // otherwise be live to the end and leave no cut).
   std::vector<const Value *> Ids;
   std::vector<long> Count(N + 2, 0), IdSum(N + 2, 0);
-  forEachActivationRange(G, /*FloatOnly=*/true, [&](const Value *V, long Def, long Last) {
-    if (!carriesGradient(G, V, ByIndex))
-      return;
-    long Id = long(Ids.size());
-    Ids.push_back(V);
-    // Live on boundaries Def + 1 .. Last.
-    Count[Def + 1] += 1;
-    Count[Last + 1] -= 1;
-    IdSum[Def + 1] += Id;
-    IdSum[Last + 1] -= Id;
-  });
+  forEachActivationRange(
+      G, /*FloatOnly=*/true,
+      [&](const Value *V, long Def, long Last) {
+        if (!carriesGradient(G, V, ByIndex))
+          return;
+        long Id = long(Ids.size());
+        Ids.push_back(V);
+        // Live on boundaries Def + 1 .. Last.
+        Count[Def + 1] += 1;
+        Count[Last + 1] -= 1;
+        IdSum[Def + 1] += Id;
+        IdSum[Last + 1] -= Id;
+      },
+      /*OutputsToEnd=*/false);
   // Matrix work per position of the main graph (subgraph nodes count for
   // the node that holds them).
   std::vector<bool> HasMacs(N, false);
@@ -477,7 +483,7 @@ size_t ridge::blockPeriod(const Graph &G, llvm::ArrayRef<size_t> Cuts) {
 
 void ridge::forEachActivationRange(
     const Graph &G, bool FloatOnly,
-    llvm::function_ref<void(const Value *, long Def, long Last)> F) {
+    llvm::function_ref<void(const Value *, long Def, long Last)> F, bool OutputsToEnd) {
   long N = long(G.Nodes.size());
   // Constants (a scale scalar every layer reads) live everywhere but are
   // not activations.
@@ -504,7 +510,7 @@ void ridge::forEachActivationRange(
     long Last = Def;
     for (const Node *U : V->Users)
       Last = std::max<long>(Last, U->Parent == &G ? long(U->Index) : N);
-    if (V->IsGraphOutput)
+    if (V->IsGraphOutput && OutputsToEnd)
       Last = N;
     if (Last > Def)
       F(V, Def, Last);

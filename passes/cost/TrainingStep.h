@@ -53,8 +53,12 @@ struct RecomputePlan {
 /// a graph input) and the last that needs it (the end for graph outputs and
 /// values read inside subgraphs), in definition order; those read by no
 /// later position are skipped. FloatOnly: floating-point tensors only.
+/// OutputsToEnd = false: a graph output ends at its last reader too (what
+/// full recomputation asks: the caller holds an output anyway, so it is
+/// not a tensor a segment must keep for the next).
 void forEachActivationRange(const Graph &G, bool FloatOnly,
-                            llvm::function_ref<void(const Value *, long Def, long Last)> F);
+                            llvm::function_ref<void(const Value *, long Def, long Last)> F,
+                            bool OutputsToEnd = true);
 
 RecomputePlan planRecompute(const Model &M, const CostResult &C, Config::Recompute Mode,
                             std::optional<double> FloatBytes);
