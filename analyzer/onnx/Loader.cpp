@@ -940,12 +940,10 @@ ridge::loadModelAtBatch(const ModelSource &Src, const LoadOptions &Opts,
         const Dim &D = In->Dims[I];
         if (!D.isSymbolic() || Bound(*In, I))
           continue;
-        bool Counted = false;
-        for (const std::string &S : sym::symbols(D.expr())) {
-          if (llvm::is_contained(Batched, S))
-            continue;
-          Dims += !Counted;
-          Counted = true;
+        std::vector<std::string> Free = sym::symbols(D.expr());
+        llvm::erase_if(Free, [&](const std::string &S) { return llvm::is_contained(Batched, S); });
+        Dims += !Free.empty();
+        for (const std::string &S : Free) {
           auto It = llvm::find_if(BySymbol, [&](const auto &E) { return E.first == S; });
           if (It == BySymbol.end())
             It = BySymbol.insert(BySymbol.end(), {S, {}});

@@ -1,9 +1,9 @@
 //===- Roofline.cpp - Place every node on the device's roofline -----------===//
 #include "passes/roofline/Roofline.h"
 #include "llvm/Support/FormatVariadic.h"
+#include <array>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <set>
 
 using namespace ridge;
@@ -125,7 +125,8 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   // The step's dtype, MFU's peak: --dtype, else the type that carries the
   // most matrix FLOPs as the graph stores it (an fp16 export's products
   // run at the fp16 peak; dividing by fp32's gave an MFU of 500%).
-  std::map<DType, double> MatrixFlopsByType;
+  // (By ONNX type code: an array, no map lookup per node.)
+  std::array<double, 256> MatrixFlopsByType{};
 
   R.Nodes.reserve(C->Nodes.size());
   GemmMemo Memo;
@@ -149,7 +150,8 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
       NR.Bwd = placeNode(NC, true, D, Ty, Cfg, &Memo);
     NR.Fwd.Type = NR.Bwd.Type = Ty;
     double K = NC.multiplier();
-    MatrixFlopsByType[Ty] += 2 * (NC.Fwd.Macs + (NC.NeedsBackward ? NC.Bwd.Macs : 0)) * K;
+    MatrixFlopsByType[uint8_t(Ty)] +=
+        2 * (NC.Fwd.Macs + (NC.NeedsBackward ? NC.Bwd.Macs : 0)) * K;
     R.FwdSeconds += NR.Fwd.Seconds * K;
     R.BwdSeconds += NR.Bwd.Seconds * K;
     R.FwdLaunches += NR.Fwd.Launches * K;
@@ -167,10 +169,10 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   R.StepType = Cfg.ComputeDType.value_or(DType::Float);
   if (!Cfg.ComputeDType) {
     double Most = 0;
-    for (auto [Ty, F] : MatrixFlopsByType)
-      if (F > Most) {
-        Most = F;
-        R.StepType = Ty;
+    for (size_t Ty = 0; Ty < MatrixFlopsByType.size(); ++Ty)
+      if (MatrixFlopsByType[Ty] > Most) {
+        Most = MatrixFlopsByType[Ty];
+        R.StepType = DType(Ty);
       }
   }
   R.MatrixPeak = R.StepType == DType::Float && Cfg.TF32 && D.Tf32Flops > 0
