@@ -170,7 +170,9 @@ void keepLayerBoundaries(const Graph &G, std::vector<size_t> &Cuts,
 /// (an attention mask, rotary tables, position ids: graph inputs every layer
 /// reads, or what is computed from them alone) are held anyway and do not
 /// prevent a cut, as in Megatron-LM's layer checkpointing, which passes them
-/// to each layer. Memory = checkpoints + the largest segment's saved tensors;
+/// to each layer; so are side tensors that carry a gradient but every layer
+/// reads (below). Memory = checkpoints + side tensors + the largest
+/// segment's saved tensors;
 /// extra FLOPs = one more forward of every segment but the last.
 template <typename T>
 void fullRecompute(const Model &M, const CostResult &C, std::optional<double> FloatBytes,
@@ -190,6 +192,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   // KV-cache export's present keys and values, one per layer, would
   // otherwise be live to the end and leave no cut).
   std::vector<const Value *> Ids;
+  std::vector<std::pair<long, long>> Ranges; // boundaries Def + 1 .. Last, by id
   std::vector<long> Count(N + 2, 0), IdSum(N + 2, 0);
   forEachActivationRange(
       G, /*FloatOnly=*/true,
@@ -198,7 +201,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
           return;
         long Id = long(Ids.size());
         Ids.push_back(V);
-        // Live on boundaries Def + 1 .. Last.
+        Ranges.push_back({Def + 1, Last});
         Count[Def + 1] += 1;
         Count[Last + 1] -= 1;
         IdSum[Def + 1] += Id;
@@ -208,45 +211,100 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   // Matrix work per position of the main graph (subgraph nodes count for
   // the node that holds them).
   std::vector<bool> HasMacs(N, false);
-  long LastMac = -1;
+  long FirstMac = long(N), LastMac = -1;
   for (const NodeCost &NC : C.Nodes) {
     const Node *Top = G.holderOf(NC.N);
     if (Top->Parent == &G && A::positive(A::fwd(NC).Macs)) {
       HasMacs[Top->Index] = true;
+      FirstMac = std::min<long>(FirstMac, Top->Index);
       LastMac = std::max<long>(LastMac, Top->Index);
     }
   }
-  // Checkpoints: inner boundaries where exactly one activation is live,
-  // kept when the segment they close holds matrix work and matrix work
-  // remains after them. Cuts inside element-wise chains would only add
-  // checkpoint memory, and the final segment (a transformer's last norm and
-  // logits) is not replayed, as in Megatron's layer checkpointing.
+  // Side tensors: a few activations that carry a gradient yet are live over
+  // most of the matrix work, such as rotary cos/sin computed once from a
+  // float initializer (HF Llama's inv_freq) and read by every layer. Like
+  // the mask, they are inputs of every segment, held once for the step,
+  // and must not prevent the layer cuts; unlike the mask, a gradient flows
+  // through them, so they are found by their live range, widest first.
+  std::vector<long> Side;
+  for (long Id = 0; Id < long(Ids.size()); ++Id) {
+    auto [Lo, Hi] = Ranges[Id];
+    long Span = LastMac - FirstMac;
+    long Covered = std::min(Hi, LastMac) - std::max(Lo, FirstMac + 1) + 1;
+    if (Span > 0 && 3 * Covered >= 2 * Span)
+      Side.push_back(Id);
+  }
+  std::stable_sort(Side.begin(), Side.end(), [&](long X, long Y) {
+    return Ranges[X].second - Ranges[X].first > Ranges[Y].second - Ranges[Y].first;
+  });
+  constexpr size_t MaxSide = 4;
+  if (Side.size() > MaxSide)
+    Side.resize(MaxSide);
+  // Checkpoints: inner boundaries where exactly one activation besides the
+  // first NumSide side tensors is live, kept when the segment they close
+  // holds matrix work and matrix work remains after them. Cuts inside
+  // element-wise chains would only add checkpoint memory, and the final
+  // segment (a transformer's last norm and logits) is not replayed, as in
+  // Megatron's layer checkpointing.
+  auto FindCuts = [&](size_t NumSide, std::vector<size_t> &Cuts,
+                      std::vector<const Value *> &CutValues) {
+    std::vector<long> SideCount(N + 2, 0), SideIds(N + 2, 0);
+    for (size_t J = 0; J < NumSide; ++J) {
+      auto [Lo, Hi] = Ranges[Side[J]];
+      SideCount[Lo] += 1;
+      SideCount[Hi + 1] -= 1;
+      SideIds[Lo] += Side[J];
+      SideIds[Hi + 1] -= Side[J];
+    }
+    long Live = 0, LiveIds = 0;
+    bool MacsSinceCut = false;
+    for (size_t P = 0; P <= N; ++P) {
+      Live += Count[P] - SideCount[P];
+      LiveIds += IdSum[P] - SideIds[P];
+      if (P >= 1 && P < N && Live == 1 && MacsSinceCut && long(P) <= LastMac) {
+        Cuts.push_back(P);
+        CutValues.push_back(Ids[LiveIds]);
+        MacsSinceCut = false;
+      }
+      if (P < N && HasMacs[P])
+        MacsSinceCut = true;
+    }
+    keepLayerBoundaries(G, Cuts, CutValues);
+  };
+  // The fewest side tensors that give the most cuts.
   std::vector<size_t> Cuts;
   std::vector<const Value *> CutValues;
-  long Live = 0, LiveIds = 0;
-  bool MacsSinceCut = false;
-  for (size_t P = 0; P <= N; ++P) {
-    Live += Count[P];
-    LiveIds += IdSum[P];
-    if (P >= 1 && P < N && Live == 1 && MacsSinceCut && long(P) <= LastMac) {
-      Cuts.push_back(P);
-      CutValues.push_back(Ids[LiveIds]);
-      MacsSinceCut = false;
+  size_t NumSide = 0;
+  FindCuts(0, Cuts, CutValues);
+  for (size_t J = 1; J <= Side.size(); ++J) {
+    std::vector<size_t> MoreCuts;
+    std::vector<const Value *> MoreValues;
+    FindCuts(J, MoreCuts, MoreValues);
+    if (MoreCuts.size() > Cuts.size()) {
+      Cuts = std::move(MoreCuts);
+      CutValues = std::move(MoreValues);
+      NumSide = J;
     }
-    if (P < N && HasMacs[P])
-      MacsSinceCut = true;
   }
-  keepLayerBoundaries(G, Cuts, CutValues);
   R.Checkpoints = Cuts.size();
   R.Cuts = Cuts;
   R.CutValues = CutValues;
-  // Segment saved bytes: nodes of the main graph (and their subgraph nodes,
-  // which follow them in C.Nodes) grouped between cuts.
+  // Held for the step: the checkpoints and the side tensors live at a cut
+  // (each once; a segment's saved tensors leave the side tensors out).
   T Checkpoints = 0;
   llvm::DenseSet<const Value *> Seen;
   for (const Value *V : CutValues)
     if (Seen.insert(V).second)
       Checkpoints += A::bytes(V, FloatBytes);
+  llvm::DenseSet<const Value *> Held;
+  for (size_t J = 0; J < NumSide && !Cuts.empty(); ++J) {
+    auto [Lo, Hi] = Ranges[Side[J]];
+    if (Lo <= long(Cuts.back()) && Hi >= long(Cuts.front()) && Seen.insert(Ids[Side[J]]).second) {
+      Held.insert(Ids[Side[J]]);
+      R.SideValues.push_back(Ids[Side[J]]);
+      Checkpoints += A::bytes(Ids[Side[J]], FloatBytes);
+    }
+  }
   T Largest = 0;
   std::vector<const NodeCost *> Segment;
   PhaseAmounts<T> SegmentFwd; // forward amounts of the segment being collected
@@ -256,7 +314,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
     if (Top->Parent != &G)
       continue; // function bodies are not in the main graph
     while (CutIdx < Cuts.size() && Top->Index >= Cuts[CutIdx]) {
-      Largest = A::max(Largest, savedBytes<T>(Segment, FloatBytes));
+      Largest = A::max(Largest, savedBytes<T>(Segment, FloatBytes, nullptr, &Held));
       Sum.replay(SegmentFwd);
       for (const NodeCost *S : Segment)
         R.Recomputed[S - C.Nodes.data()] = S->Modeled;
@@ -269,7 +327,7 @@ void fullRecompute(const Model &M, const CostResult &C, std::optional<double> Fl
   }
   // The last segment is not replayed: its activations are still held when
   // the backward starts (Megatron's checkpointing does the same).
-  Largest = A::max(Largest, savedBytes<T>(Segment, FloatBytes));
+  Largest = A::max(Largest, savedBytes<T>(Segment, FloatBytes, nullptr, &Held));
   if (!Cuts.empty())
     Sum.ActivationBytes = Checkpoints + Largest;
 }
@@ -593,6 +651,8 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
   R.RecomputeMacs = P.RecomputeMacs;
   R.RecomputeBytes = P.RecomputeBytes;
   R.Checkpoints = P.Checkpoints;
+  R.CheckpointValues = P.CutValues;
+  R.SideValues = P.SideValues;
   R.Recomputed = std::move(P.Recomputed);
   return R;
 }

@@ -32,6 +32,8 @@ struct RecomputePlan {
   size_t Checkpoints = 0;
   std::vector<size_t> Cuts;              ///< full: main-graph positions of checkpoints
   std::vector<const Value *> CutValues;  ///< full: the checkpointed tensors
+  /// full: tensors every segment reads (rotary tables), held once.
+  std::vector<const Value *> SideValues;
   std::vector<bool> Recomputed;          ///< per CostResult node
   std::vector<bool> KeptSaved;           ///< per CostResult node: its saved tensors are held
   /// selective: tensors the recomputed regions produce; no node keeps them.
@@ -91,6 +93,11 @@ struct TrainingStepResult {
   double RecomputeMacs = 0;
   double RecomputeBytes = 0;
   size_t Checkpoints = 0;  ///< full recomputation: segment boundaries used
+  /// Full recomputation: the checkpointed tensors, in order.
+  std::vector<const Value *> CheckpointValues;
+  /// Full recomputation: tensors a gradient flows through that every
+  /// segment reads (rotary tables), held once beside the checkpoints.
+  std::vector<const Value *> SideValues;
   /// Per CostResult node: is its forward replayed in the backward?
   std::vector<bool> Recomputed;
   /// With formula costs: activations and recomputation as formulas.

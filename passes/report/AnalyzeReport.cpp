@@ -426,6 +426,28 @@ void printTrainingMemory(const TrainingStepResult &T, const Device &D, llvm::raw
      << fitText(T.totalBytes(), D) << "\n";
 }
 
+/// Under --recompute full: which tensors are kept, so that a user can check
+/// the cuts against the layers they expect (Megatron keeps each layer's
+/// input), or learn that the graph has none.
+void printCheckpoints(const TrainingStepResult &T, llvm::raw_ostream &OS) {
+  const std::vector<const Value *> &V = T.CheckpointValues;
+  if (V.empty()) {
+    OS << "  full recomputation: no checkpoint found (no position between two matrix "
+          "products where one activation carries the gradient); every activation kept\n";
+    return;
+  }
+  OS << formatv("  full recomputation: {0} checkpoint(s), '{1}'", V.size(), V.front()->Name);
+  if (V.size() > 1)
+    OS << (V.size() > 2 ? " ... '" : ", '") << V.back()->Name << "'";
+  if (!T.SideValues.empty()) {
+    OS << formatv(" and {0} tensor(s) every segment reads, held once (", T.SideValues.size());
+    for (size_t I = 0; I < T.SideValues.size(); ++I)
+      OS << (I ? ", '" : "'") << T.SideValues[I]->Name << "'";
+    OS << ")";
+  }
+  OS << "; activations = these + the largest segment's saved tensors\n";
+}
+
 /// Weights, the live peak and its node, the KV cache; what fits.
 void printInferenceMemory(const InferenceMemoryResult &I, const Device &D,
                           llvm::raw_ostream &OS) {
@@ -640,6 +662,8 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
     printInferenceMemory(*Inf, *RL.Dev, OS);
   else
     printTrainingMemory(T, *RL.Dev, OS);
+  if (!Inf && Cfg.Recomp == Config::Recompute::Full)
+    printCheckpoints(T, OS);
   size_t Total = C.ModeledNodes + C.UnmodeledNodes;
   OS << formatv("coverage: {0} of {1} nodes modeled ({2:P1}); {3:P1} of estimated "
                 "forward FLOPs\n",
