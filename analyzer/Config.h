@@ -38,6 +38,9 @@ struct Config {
   /// --freeze-constants: weights the graph computes from constants (not
   /// initializers) are not trained.
   bool FreezeConstants = false;
+  /// --freeze: glob patterns of parameter names not trained (fine-tuning
+  /// with frozen layers; buffers an export keeps as initializers).
+  std::vector<std::string> Freeze;
   /// Nodes whose shapes hold free symbols are costed as formulas in them
   /// (NodeCost::Sym) rather than left unmodeled: `ridge analyze` of a
   /// training step turns it on; what needs numbers (times, plans) does not.

@@ -176,6 +176,8 @@ Config config(const char *Fn, Options &O, const Device *Dev, bool Plan) {
     C.TripCount = *N;
   if (auto T = O.get<std::vector<std::string>>("trainable_inputs"))
     C.TrainableInputs = *T;
+  if (auto F = O.get<std::vector<std::string>>("freeze"))
+    C.Freeze = *F;
   return C;
 }
 
@@ -413,8 +415,8 @@ PYBIND11_MODULE(_ridge, m) {
         "path or the model's bytes. options: dims={'batch': 8}, input_shapes={'x': [1, 3, "
         "224, 224]}, device='A100-SXM4-80GB', device_file=, dtype='bf16', optimizer=, "
         "recompute=, inference=True, time_model='kernels'|'roofline', tf32=, no_overlap=, "
-        "strict=, freeze_constants=, trip_count=, trainable_inputs=[...], shape_inference=; "
-        "prompt=P, context=C, batch=B, sweep=, batch_dim= (`--prompt/--context`); files: "
+        "strict=, freeze_constants=, trip_count=, trainable_inputs=[...], freeze=[...], "
+        "shape_inference=; prompt=P, context=C, batch=B, sweep=, batch_dim= (`--prompt/--context`); files: "
         "report='x.html', annotate='x.onnx', roofline='x.svg'");
   m.def("plan", &plan, py::arg("model"),
         "plan(model, devices=N, global_batch=B, **options) -> dict: `ridge plan ... --format "

@@ -127,6 +127,11 @@ static cl::opt<bool> FreezeConstants(
     cl::desc("Do not train weights the graph computes from constants (Constant, "
              "ConstantOfShape, DequantizeLinear of an initializer); only initializers"),
     MODEL_SUBS, cl::cat(RidgeCat));
+static cl::list<std::string> FreezeOpt(
+    "freeze",
+    cl::desc("Do not train the parameters whose names match this glob (repeatable): "
+             "--freeze 'model.embed_tokens.*' --freeze '*inv_freq'"),
+    cl::value_desc("GLOB"), MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<std::string> SortOpt(
     "sort", cl::desc("Order of per-node rows: time (default), flops, bytes, name or order "
                      "(topological)"),
@@ -463,6 +468,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device
     C.TripCount = TripCount;
   C.Strict = Strict;
   C.FreezeConstants = FreezeConstants;
+  C.Freeze.assign(FreezeOpt.begin(), FreezeOpt.end());
   if (SortOpt != "flops" && SortOpt != "bytes" && SortOpt != "time" && SortOpt != "name" &&
       SortOpt != "order")
     return usageError("--sort '" + SortOpt + "': expected flops, bytes, time, name or order");

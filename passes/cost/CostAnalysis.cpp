@@ -22,6 +22,7 @@
 #include "passes/cost/KVCache.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/bit.h"
+#include "llvm/Support/GlobPattern.h"
 #include <map>
 #include <set>
 #include "llvm/Support/FormatVariadic.h"
@@ -84,7 +85,9 @@ public:
         CacheAppends.insert(E.Concat);
   }
 
-  void markTrainable(const Graph &G);
+  /// Errors: a --freeze pattern that is no glob or freezes nothing, a
+  /// --trainable-input that names no floating-point graph input.
+  llvm::Error markTrainable(const Graph &G);
   /// Weights the graph keeps in nodes (nodeParameter) are trained too.
   void markNodeParameters(const Graph &G);
   void markConstants(const Graph &G);
@@ -103,6 +106,12 @@ private:
   std::optional<double> FloatBytes;
   ValueSet NeedsGrad;
   ValueSet Trainable;
+  /// --freeze: the patterns, and whether each has matched a parameter.
+  std::vector<llvm::GlobPattern> Freeze;
+  std::vector<bool> FreezeMatched;
+  llvm::DenseSet<const Value *> FrozenSeen;
+  /// Adds a parameter to Trainable unless a --freeze pattern matches it.
+  void train(const Value *V);
   std::map<std::string, size_t> Unmodeled;
   /// --kv-append in-place: the KV cache's Concats.
   llvm::DenseSet<const Node *> CacheAppends;
@@ -219,6 +228,23 @@ const Value *nodeParameter(const Value *V) {
   return nullptr;
 }
 
+void CostWalker::train(const Value *V) {
+  bool Frozen = false;
+  for (size_t I = 0; I < Freeze.size(); ++I)
+    if (Freeze[I].match(V->Name)) {
+      FreezeMatched[I] = true;
+      Frozen = true;
+    }
+  if (!Frozen)
+    Trainable.insert(V);
+  else if (FrozenSeen.insert(V).second) {
+    R.FreezeParams += V->numElements().value_or(0);
+    ++R.FreezeTensors;
+    if (!V->isInitializer())
+      R.FreezeNodeParams += V->numElements().value_or(0);
+  }
+}
+
 void CostWalker::markNodeParameters(const Graph &G) {
   G.walk([&](const Node &N) {
     for (unsigned I = 0; I < N.Inputs.size(); ++I) {
@@ -227,28 +253,51 @@ void CostWalker::markNodeParameters(const Graph &G) {
       const Value *P = nodeParameter(N.Inputs[I]);
       if (!P || P->numElements().value_or(0) <= 1 || Trainable.count(P))
         continue;
-      Trainable.insert(P);
+      train(P);
+      if (!Trainable.count(P))
+        continue;
       R.NodeParams += P->numElements().value_or(0);
       ++R.NodeParamTensors;
     }
   });
 }
 
-void CostWalker::markTrainable(const Graph &G) {
+llvm::Error CostWalker::markTrainable(const Graph &G) {
+  for (const std::string &Pat : Cfg.Freeze) {
+    llvm::Expected<llvm::GlobPattern> GP = llvm::GlobPattern::create(Pat);
+    if (!GP)
+      return fileError(M.Path, "--freeze '" + Pat +
+                                   "': not a glob pattern: " + llvm::toString(GP.takeError()));
+    Freeze.push_back(std::move(*GP));
+  }
+  FreezeMatched.assign(Freeze.size(), false);
   // Single-element initializers (eps, 1/sqrt(d), clip bounds) are constants.
   G.walk([&](const Node &N) {
     for (unsigned I = 0; I < N.Inputs.size(); ++I) {
       const Value *V = N.Inputs[I];
       if (V && V->isInitializer() && isFloatingPoint(V->Elem) &&
           V->numElements().value_or(0) > 1 && differentiable(N, I))
-        Trainable.insert(V);
+        train(V);
     }
   });
-  for (const Value *V : G.Inputs)
-    if (llvm::is_contained(Cfg.TrainableInputs, V->Name) && isFloatingPoint(V->Elem))
-      Trainable.insert(V);
+  for (const std::string &Name : Cfg.TrainableInputs) {
+    auto It = llvm::find_if(G.Inputs, [&](const Value *V) {
+      return V->Name == Name && !V->isInitializer();
+    });
+    if (It == G.Inputs.end() || !isFloatingPoint((*It)->Elem))
+      return fileError(M.Path, "--trainable-input '" + Name + "': " +
+                                   (It == G.Inputs.end()
+                                        ? "no graph input has this name"
+                                        : "the input is not floating-point"));
+    Trainable.insert(*It);
+  }
   if (!Cfg.FreezeConstants)
     markNodeParameters(G);
+  for (size_t I = 0; I < Freeze.size(); ++I)
+    if (!FreezeMatched[I])
+      return fileError(M.Path, "--freeze '" + Cfg.Freeze[I] +
+                                   "' matches no trainable parameter (patterns match "
+                                   "initializer names; 'ridge print' lists them)");
   // An inference pass counts the parameters but differentiates nothing.
   Trainable.forEach([&](const Value *V) {
     if (!Cfg.Inference)
@@ -267,6 +316,7 @@ void CostWalker::markTrainable(const Graph &G) {
     for (const Graph *Sub : N.subgraphs())
       CountFrozen(*Sub);
   });
+  return llvm::Error::success();
 }
 
 void CostWalker::markConstants(const Graph &G) {
@@ -872,7 +922,8 @@ llvm::Expected<CostResult> CostAnalysis::run(Model &M, AnalysisManager &AM) {
   CostResult R;
   R.Nodes.reserve(M.Main->numNodesRecursive());
   CostWalker W(M, AM.config(), R);
-  W.markTrainable(*M.Main);
+  if (llvm::Error E = W.markTrainable(*M.Main))
+    return std::move(E);
   W.markConstants(*M.Main);
   W.walk(*M.Main, 1);
   W.finish();

@@ -277,6 +277,12 @@ struct CostResult {
   double NodeParams = 0;
   size_t NodeParamTensors = 0;
   double FrozenInitElements = 0;
+  /// Elements of the parameters --freeze left untrained, and their tensors;
+  /// of them, those the graph computes from constants (not initializers,
+  /// so not in FrozenInitElements).
+  double FreezeParams = 0;
+  size_t FreezeTensors = 0;
+  double FreezeNodeParams = 0;
   /// Tensors that carry a gradient (trainable parameters and what they reach).
   ValueSet NeedsGrad;
   ValueSet Trainable;

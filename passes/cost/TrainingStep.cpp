@@ -626,7 +626,8 @@ llvm::Expected<TrainingStepResult> TrainingStepAnalysis::run(Model &M,
   double W = Cfg.ComputeDType ? dtypeBytes(*Cfg.ComputeDType) : 4;
   bool Mixed = W < 4;
   OptimizerCost O = optimizerCost(Cfg.Opt);
-  R.WeightBytes = R.Params * W;
+  R.FrozenWeightBytes = (C->FrozenInitElements + C->FreezeNodeParams) * W;
+  R.WeightBytes = R.Params * W + R.FrozenWeightBytes;
   R.MasterWeightBytes = Mixed ? R.Params * 4 : 0;
   R.GradientBytes = R.Params * W;
   R.OptimizerStateBytes = R.Params * O.StateBytesPerParam;

@@ -79,6 +79,9 @@ struct TrainingStepResult {
   double Params = 0;
   // Bytes per parameter (ZeRO's accounting, Rajbhandari et al. 2020, sec. 3.1).
   double WeightBytes = 0;        ///< working weights at the compute dtype
+  /// Of WeightBytes, the frozen tensors' (initializers no gradient reaches,
+  /// --freeze): held, but without gradient, master copy or optimizer state.
+  double FrozenWeightBytes = 0;
   double MasterWeightBytes = 0;  ///< fp32 copy under mixed precision
   double GradientBytes = 0;
   double OptimizerStateBytes = 0;

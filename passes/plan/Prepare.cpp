@@ -324,6 +324,13 @@ llvm::Error Planner::finishLoad() {
     Diags.warn(M1->Path, formatv("{0} node(s) cannot be costed and are left out of the "
                                  "plan (see ridge analyze)",
                                  C1.UnmodeledNodes));
+  // Frozen weights (initializers no gradient reaches, --freeze) are held
+  // but not yet placed on stages and tensor-parallel shards.
+  if (double Frozen = C1.FrozenInitElements + C1.FreezeNodeParams; Frozen > 0)
+    Diags.warn(M1->Path, formatv("{0} elements of frozen weights (no gradient, no optimizer "
+                                 "state) are left out of the plan's per-device memory; "
+                                 "'ridge analyze' counts them",
+                                 withCommas(Frozen)));
   // The sharding propagations start now, on the worker, while the
   // per-position sums are taken (both only read M1 and C1).
   propagateAhead();

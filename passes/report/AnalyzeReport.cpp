@@ -309,6 +309,7 @@ llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, con
       {"node_count", int64_t(S.Nodes)},
       {"params", T.Params},
       {"params_from_nodes", C.NodeParams},
+      {"params_frozen", C.FreezeParams},
       {"totals",
        llvm::json::Object{{"fwd", phaseJson(C.Fwd)},
                           {"bwd", phaseJson(C.Bwd)},
@@ -317,6 +318,7 @@ llvm::json::Object jsonDocument(const Model &M, const GraphSummaryResult &S, con
                           {"step_flops", T.stepFlops(C)}}},
       {"memory", Inf ? inferenceMemoryJson(*Inf)
                      : llvm::json::Object{{"weights", T.WeightBytes},
+                                          {"frozen_weights", T.FrozenWeightBytes},
                                           {"master_weights", T.MasterWeightBytes},
                                           {"gradients", T.GradientBytes},
                                           {"optimizer_state", T.OptimizerStateBytes},
@@ -418,6 +420,8 @@ void printFolded(const CostResult &C, size_t Shown, llvm::raw_ostream &OS) {
 
 void printTrainingMemory(const TrainingStepResult &T, const Device &D, llvm::raw_ostream &OS) {
   OS << "memory: weights " << siNumber(T.WeightBytes, "B");
+  if (T.FrozenWeightBytes > 0)
+    OS << " (" << siNumber(T.FrozenWeightBytes, "B") << " of them frozen)";
   if (T.MasterWeightBytes > 0)
     OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
   OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
@@ -473,12 +477,7 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                const TrainingStepResult &T, const RooflineResult &RL, const FusionResult &F,
                const InferenceMemoryResult *Inf, const Config &Cfg) {
   llvm::raw_ostream &OS = *Cfg.Out;
-  OS << "model: " << M.Path << " (" << S.Nodes << " nodes, " << withCommas(T.Params)
-     << (Inf ? " parameters" : " trainable parameters");
-  if (C.NodeParamTensors)
-    OS << ", " << withCommas(C.NodeParams) << " of them in " << C.NodeParamTensors
-       << " tensor(s) the graph computes from constants";
-  OS << ")\n";
+  printModelLine(M, S.Nodes, T.Params, C, Inf != nullptr, OS);
   for (const Value *V : M.Main->Inputs)
     if (!V->isInitializer())
       OS << "input:  " << V->Name << ' ' << V->typeStr() << '\n';

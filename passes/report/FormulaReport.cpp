@@ -174,6 +174,8 @@ void printInferenceMemory(const InferenceMemoryResult &I, llvm::raw_ostream &OS)
 void printTrainingMemory(const CostResult &C, const TrainingStepResult &T,
                          llvm::raw_ostream &OS) {
   OS << "memory: weights " << siNumber(T.WeightBytes, "B");
+  if (T.FrozenWeightBytes > 0)
+    OS << " (" << siNumber(T.FrozenWeightBytes, "B") << " of them frozen)";
   if (T.MasterWeightBytes > 0)
     OS << " + fp32 master " << siNumber(T.MasterWeightBytes, "B");
   OS << " + gradients " << siNumber(T.GradientBytes, "B") << " + optimizer state "
@@ -204,16 +206,24 @@ llvm::json::Object phaseJson(const PhaseCount &P) {
 
 } // namespace
 
+void ridge::printModelLine(const Model &M, size_t Nodes, double Params, const CostResult &C,
+                           bool Inference, llvm::raw_ostream &OS) {
+  OS << "model: " << M.Path << " (" << Nodes << " nodes, " << withCommas(Params)
+     << (Inference ? " parameters" : " trainable parameters");
+  if (C.NodeParamTensors)
+    OS << ", " << withCommas(C.NodeParams) << " of them in " << C.NodeParamTensors
+       << " tensor(s) the graph computes from constants";
+  if (C.FreezeTensors)
+    OS << "; " << withCommas(C.FreezeParams) << " in " << C.FreezeTensors
+       << " tensor(s) frozen by --freeze";
+  OS << ")\n";
+}
+
 void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
                              const TrainingStepResult &T, const InferenceMemoryResult *Inf,
                              const Config &Cfg) {
   llvm::raw_ostream &OS = *Cfg.Out;
-  OS << "model: " << M.Path << " (" << S.Nodes << " nodes, " << withCommas(T.Params)
-     << (Inf ? " parameters" : " trainable parameters");
-  if (C.NodeParamTensors)
-    OS << ", " << withCommas(C.NodeParams) << " of them in " << C.NodeParamTensors
-       << " tensor(s) the graph computes from constants";
-  OS << ")\n";
+  printModelLine(M, S.Nodes, T.Params, C, Inf != nullptr, OS);
   for (const Value *V : M.Main->Inputs)
     if (!V->isInitializer())
       OS << "input:  " << V->Name << ' ' << V->typeStr() << '\n';
@@ -358,6 +368,7 @@ llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult 
       {"node_count", int64_t(S.Nodes)},
       {"params", T.Params},
       {"params_from_nodes", C.NodeParams},
+      {"params_frozen", C.FreezeParams},
       {"totals",
        llvm::json::Object{{"fwd", phaseJson(C.Sym->Fwd)},
                           {"bwd", phaseJson(C.Sym->Bwd)},
@@ -366,6 +377,7 @@ llvm::json::Object formulaDocumentHead(const Model &M, const GraphSummaryResult 
                           {"step_flops", countJson(stepFlops(C, T))}}},
       {"memory", Inf ? inferenceMemoryJson(*Inf)
                      : llvm::json::Object{{"weights", T.WeightBytes},
+                                          {"frozen_weights", T.FrozenWeightBytes},
                                           {"master_weights", T.MasterWeightBytes},
                                           {"gradients", T.GradientBytes},
                                           {"optimizer_state", T.OptimizerStateBytes},

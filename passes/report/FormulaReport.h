@@ -38,6 +38,10 @@ llvm::json::Value exprJson(sym::ExprRef E);
 llvm::json::Array symbolsJson(const Model &M);
 /// The data-dependent symbols, one text line each.
 void printDataSymbols(const Model &M, llvm::raw_ostream &OS);
+/// The text's first line: the model, its nodes, its (trainable) parameters
+/// and where they came from (node-kept weights, --freeze).
+void printModelLine(const Model &M, size_t Nodes, double Params, const CostResult &C,
+                    bool Inference, llvm::raw_ostream &OS);
 
 /// analyze's text when C holds formulas (C.Sym); Inf: --inference's
 /// memory (weights at their width, the live peak as a formula).

@@ -88,6 +88,16 @@ def test_devices():
     assert h100["memory_capacity"] == 80e9 and h100["peak_flops"]["bf16"] > 0
 
 
+def test_freeze_is_the_cli_flag():
+    got = ridge.analyze(MLP, dims={"batch": 32}, freeze=["w1", "b*"])
+    assert got == cli("analyze", MLP, "--dim", "batch=32", "--freeze", "w1", "--freeze", "b*")
+    assert got["params_frozen"] > 0 and got["memory"]["frozen_weights"] > 0
+    with pytest.raises(ridge.Error, match="--freeze 'zz' matches no trainable parameter"):
+        ridge.analyze(MLP, dims={"batch": 32}, freeze=["zz"])
+    with pytest.raises(ridge.Error, match="wrong type"):
+        ridge.analyze(MLP, dims={"batch": 32}, freeze="w1")
+
+
 def test_errors_carry_the_cli_message():
     missing = os.path.join(SRC, "no-such-model.onnx")
     with pytest.raises(ridge.Error, match="no-such-model.onnx"):
