@@ -240,8 +240,10 @@ void CostWalker::train(const Value *V) {
   else if (FrozenSeen.insert(V).second) {
     R.FreezeParams += V->numElements().value_or(0);
     ++R.FreezeTensors;
-    if (!V->isInitializer())
+    if (!V->isInitializer()) {
       R.FreezeNodeParams += V->numElements().value_or(0);
+      R.FrozenWeights.push_back(V);
+    }
   }
 }
 
@@ -308,8 +310,10 @@ llvm::Error CostWalker::markTrainable(const Graph &G) {
   // shapes and axes are not parameters).
   auto CountFrozen = [&](const Graph &Gr) {
     for (const Value *V : Gr.Initializers)
-      if (isFloatingPoint(V->Elem) && !Trainable.count(V))
+      if (isFloatingPoint(V->Elem) && !Trainable.count(V)) {
         R.FrozenInitElements += V->numElements().value_or(0);
+        R.FrozenWeights.push_back(V);
+      }
   };
   CountFrozen(G);
   G.walk([&](const Node &N) {

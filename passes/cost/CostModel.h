@@ -283,6 +283,9 @@ struct CostResult {
   double FreezeParams = 0;
   size_t FreezeTensors = 0;
   double FreezeNodeParams = 0;
+  /// The frozen weights: the tensors FrozenInitElements and FreezeNodeParams
+  /// count (the planner places them on stages).
+  std::vector<const Value *> FrozenWeights;
   /// Tensors that carry a gradient (trainable parameters and what they reach).
   ValueSet NeedsGrad;
   ValueSet Trainable;

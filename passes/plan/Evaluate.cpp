@@ -636,11 +636,14 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
   A.Act.assign(P, 0);
   A.Ckpt.assign(P, 0);
   A.SegMax.assign(P, 0);
+  A.Frozen.assign(P, 0);
   bool ParamsExact = TP.ParamsExact;
   bool ActExact = R == 0 ? Gr.AExact : R == 1 ? Gr.ASExact : Gr.AExact && Gr.CkExact;
   for (unsigned Ch = 0; Ch < Chunks; ++Ch) {
     unsigned S = Ch % P;
     size_t Start = StartOf(Ch), End = Ends[Ch];
+    A.Frozen[S] += TP.PreFrozenOwn[End] - TP.PreFrozenOwn[Start] +
+                   (TP.PreFrozenSplit[End] - TP.PreFrozenSplit[Start]) / Gr.T;
     if (ParamsExact) {
       A.Params[S] += TP.PreOwn[End] - TP.PreOwn[Start];
       A.SplitParams[S] += TP.PreSplit[End] - TP.PreSplit[Start];
@@ -786,10 +789,12 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan
     if (PC.V > 1)
       InFlight *= Interleave;
     double Act = FullRecomp ? A.Ckpt[S] * InFlight + A.SegMax[S] : A.Act[S] * InFlight;
-    double Mem = P * PerParam + Act;
+    // Frozen weights: the working copy only, partitioned by ZeRO-3.
+    double Frozen = A.Frozen[S] * WBytes / (PC.Zero >= 3 ? PC.D : 1);
+    double Mem = P * PerParam + Frozen + Act;
     if (Mem > WorstMem) {
       WorstMem = Mem;
-      WorstParams = P * PerParam;
+      WorstParams = P * PerParam + Frozen;
       WorstAct = Act;
       WorstParamCount = P;
     }

@@ -133,6 +133,9 @@ struct TPPlan {
   /// equals the difference of two prefixes).
   std::vector<double> PreOwn, PreSplit;
   bool ParamsExact = false;
+  /// Prefix sums of the frozen weights' elements left whole and split t
+  /// ways (memory only: a stage's share need not be exact to the element).
+  std::vector<double> PreFrozenOwn, PreFrozenSplit;
   /// The largest parameter tensor left whole and the largest split t ways,
   /// in elements (ZeRO-3's gathered working set).
   double MaxOwnElems = 0, MaxSplitElems = 0;
@@ -170,6 +173,7 @@ struct StageAgg {
   double Launches = 0, HostStall = 0;
   double MaxBoundary = 0;
   std::vector<double> Params, SplitParams, Act, Ckpt, SegMax; ///< per stage
+  std::vector<double> Frozen; ///< per stage: frozen weight elements on a device
   /// Copies of shared weights held by stages other than their owner's
   /// (unsplit, and split t ways), per stage.
   std::vector<double> CopyParams, CopySplit;
@@ -367,6 +371,11 @@ private:
   std::vector<const Value *> ParamVal;
   std::vector<double> ParamElems;
   std::vector<double> PosParams;
+  /// Frozen weights (CostResult::FrozenWeights) in order of their first
+  /// reader's position: held, with no gradient or optimizer state.
+  std::vector<uint32_t> FrozenPos;
+  std::vector<const Value *> FrozenVal;
+  std::vector<double> FrozenElems;
   /// Trainable weights read at more than one position (a tied embedding),
   /// with those positions, the owner's first. A pipeline that puts them on
   /// several stages keeps a copy on each and all-reduces their gradients.

@@ -324,13 +324,6 @@ llvm::Error Planner::finishLoad() {
     Diags.warn(M1->Path, formatv("{0} node(s) cannot be costed and are left out of the "
                                  "plan (see ridge analyze)",
                                  C1.UnmodeledNodes));
-  // Frozen weights (initializers no gradient reaches, --freeze) are held
-  // but not yet placed on stages and tensor-parallel shards.
-  if (double Frozen = C1.FrozenInitElements + C1.FreezeNodeParams; Frozen > 0)
-    Diags.warn(M1->Path, formatv("{0} elements of frozen weights (no gradient, no optimizer "
-                                 "state) are left out of the plan's per-device memory; "
-                                 "'ridge analyze' counts them",
-                                 withCommas(Frozen)));
   // The sharding propagations start now, on the worker, while the
   // per-position sums are taken (both only read M1 and C1).
   propagateAhead();
@@ -434,9 +427,12 @@ void Planner::assignParameters() {
   // reader, or NotParam; Unread until it has one.)
   const Graph &G = *M1->Main;
   size_t N = G.Nodes.size();
-  constexpr uint32_t NotParam = UINT32_MAX, Unread = UINT32_MAX - 1;
+  constexpr uint32_t NotParam = UINT32_MAX, Unread = UINT32_MAX - 1,
+                     UnreadFrozen = UINT32_MAX - 2, ReadFrozen = UINT32_MAX - 3;
   ValueMap<uint32_t> FirstReader(G, NotParam);
   C1.Trainable.forEach([&](const Value *V) { FirstReader[V] = Unread; });
+  for (const Value *V : C1.FrozenWeights)
+    FirstReader[V] = UnreadFrozen;
   llvm::MapVector<const Value *, std::vector<uint32_t>> LaterReaders;
   PosParams.assign(N, 0);
   // A control-flow body reads the weights it captures by name, not as its
@@ -458,9 +454,16 @@ void Planner::assignParameters() {
         if (!In)
           continue;
         uint32_t &First = FirstReader[In];
-        if (First == NotParam)
+        if (First == NotParam || First == ReadFrozen)
           continue;
-        if (First == Unread) {
+        if (First == UnreadFrozen) {
+          // Held by the stage that reads it first (a later stage reading a
+          // frozen table too would hold a copy: not counted).
+          First = ReadFrozen;
+          FrozenPos.push_back(uint32_t(P));
+          FrozenVal.push_back(In);
+          FrozenElems.push_back(In->numElements().value_or(0));
+        } else if (First == Unread) {
           First = uint32_t(P);
           double Elems = In->numElements().value_or(0);
           PosParams[P] += Elems;

@@ -139,6 +139,16 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     TP.PreSplit[P + 1] = TP.PreSplit[P] + TP.SplitParams[P];
   }
   TP.ParamsExact = XOwn.exact() && XSplit.exact();
+  std::vector<double> FrozenOwn(Pos.size(), 0), FrozenSplit(Pos.size(), 0);
+  for (size_t I = 0; I < FrozenVal.size(); ++I)
+    (TP.Sharding.SplitParams.count(FrozenVal[I]) ? FrozenSplit : FrozenOwn)[FrozenPos[I]] +=
+        FrozenElems[I];
+  TP.PreFrozenOwn.assign(Pos.size() + 1, 0);
+  TP.PreFrozenSplit.assign(Pos.size() + 1, 0);
+  for (size_t P = 0; P < Pos.size(); ++P) {
+    TP.PreFrozenOwn[P + 1] = TP.PreFrozenOwn[P] + FrozenOwn[P];
+    TP.PreFrozenSplit[P + 1] = TP.PreFrozenSplit[P] + FrozenSplit[P];
+  }
   if (TP.ParamsExact)
     std::vector<double>().swap(TP.SplitParams);
   // Collectives of equal kind and bytes cost the same: each distinct one
