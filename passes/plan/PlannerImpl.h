@@ -315,6 +315,10 @@ private:
   /// the rows that have them, as polynomials.
   std::vector<uint8_t> SymModeled;
   llvm::DenseMap<size_t, std::string> SymUnmodeled; ///< the reason, for rows not modeled
+  /// Nodes with multiply-accumulates whose costs hold an input dim the plan
+  /// does not set (the first of them): the plan refuses those.
+  size_t UnboundMacNodes = 0;
+  const Node *FirstUnboundMac = nullptr;
 
   llvm::DenseMap<size_t, BatchPoly> SavedExtra;
   std::vector<Position> Pos;

@@ -107,9 +107,16 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     return false;
   };
   SymModeled.resize(Sym.Nodes.size());
+  UnboundMacNodes = 0;
   for (size_t I = 0; I < Sym.Nodes.size(); ++I) {
     const NodeCost &NC = Sym.Nodes[I];
-    SymModeled[I] = NC.Modeled && !OtherSymbol(NC);
+    bool Other = NC.Modeled && OtherSymbol(NC);
+    SymModeled[I] = NC.Modeled && !Other;
+    // A matrix product or convolution (multiply-accumulates) left out for
+    // an unbound dim: the plan would rank configurations without the work
+    // that sets them apart (loadSymbolic refuses).
+    if (Other && NC.Sym->fwd().Macs != 0 && UnboundMacNodes++ == 0)
+      FirstUnboundMac = NC.N;
     if (!NC.Modeled)
       SymUnmodeled[I] = NC.unmodeled().str();
     std::optional<size_t> P = positionOf(G, NC.N);
@@ -270,6 +277,14 @@ llvm::Error Planner::loadSymbolic(const BatchLoader &Load) {
     Timing::Scope Phase(T, "plan: costs as polynomials in the micro-batch");
     if (llvm::Error E = takePolynomials(*C))
       return E;
+    if (UnboundMacNodes)
+      return fileError(
+          M1->Path,
+          formatv("cannot plan: {0} node(s) with multiply-accumulates, the first '{1}' ({2}), "
+                  "are costed in input dims the plan does not set (the warning above names "
+                  "them and the --dim or --batch-dim that sets each): a plan without them "
+                  "would rank configurations on the rest alone",
+                  UnboundMacNodes, FirstUnboundMac->Name, FirstUnboundMac->qualifiedOpType()));
     C1 = std::move(*C); // the manager ends with this scope
   }
   bindMicroBatchOne();
