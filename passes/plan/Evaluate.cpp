@@ -642,8 +642,9 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
   for (unsigned Ch = 0; Ch < Chunks; ++Ch) {
     unsigned S = Ch % P;
     size_t Start = StartOf(Ch), End = Ends[Ch];
-    A.Frozen[S] += TP.PreFrozenOwn[End] - TP.PreFrozenOwn[Start] +
-                   (TP.PreFrozenSplit[End] - TP.PreFrozenSplit[Start]) / Gr.T;
+    if (!TP.PreFrozenOwn.empty())
+      A.Frozen[S] += TP.PreFrozenOwn[End] - TP.PreFrozenOwn[Start] +
+                     (TP.PreFrozenSplit[End] - TP.PreFrozenSplit[Start]) / Gr.T;
     if (ParamsExact) {
       A.Params[S] += TP.PreOwn[End] - TP.PreOwn[Start];
       A.SplitParams[S] += TP.PreSplit[End] - TP.PreSplit[Start];

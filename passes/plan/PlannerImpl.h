@@ -134,7 +134,8 @@ struct TPPlan {
   std::vector<double> PreOwn, PreSplit;
   bool ParamsExact = false;
   /// Prefix sums of the frozen weights' elements left whole and split t
-  /// ways (memory only: a stage's share need not be exact to the element).
+  /// ways (memory only: a stage's share need not be exact to the element);
+  /// empty when the graph has none.
   std::vector<double> PreFrozenOwn, PreFrozenSplit;
   /// The largest parameter tensor left whole and the largest split t ways,
   /// in elements (ZeRO-3's gathered working set).
@@ -379,7 +380,6 @@ private:
   /// reader's position: held, with no gradient or optimizer state.
   std::vector<uint32_t> FrozenPos;
   std::vector<const Value *> FrozenVal;
-  std::vector<double> FrozenElems;
   /// Trainable weights read at more than one position (a tied embedding),
   /// with those positions, the owner's first. A pipeline that puts them on
   /// several stages keeps a copy on each and all-reduces their gradients.

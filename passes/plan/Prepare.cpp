@@ -477,7 +477,6 @@ void Planner::assignParameters() {
           First = ReadFrozen;
           FrozenPos.push_back(uint32_t(P));
           FrozenVal.push_back(In);
-          FrozenElems.push_back(In->numElements().value_or(0));
         } else if (First == Unread) {
           First = uint32_t(P);
           double Elems = In->numElements().value_or(0);

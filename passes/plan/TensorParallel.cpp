@@ -139,15 +139,18 @@ const TPPlan &Planner::tpPlan(unsigned T, bool SP) {
     TP.PreSplit[P + 1] = TP.PreSplit[P] + TP.SplitParams[P];
   }
   TP.ParamsExact = XOwn.exact() && XSplit.exact();
-  std::vector<double> FrozenOwn(Pos.size(), 0), FrozenSplit(Pos.size(), 0);
-  for (size_t I = 0; I < FrozenVal.size(); ++I)
-    (TP.Sharding.SplitParams.count(FrozenVal[I]) ? FrozenSplit : FrozenOwn)[FrozenPos[I]] +=
-        FrozenElems[I];
-  TP.PreFrozenOwn.assign(Pos.size() + 1, 0);
-  TP.PreFrozenSplit.assign(Pos.size() + 1, 0);
-  for (size_t P = 0; P < Pos.size(); ++P) {
-    TP.PreFrozenOwn[P + 1] = TP.PreFrozenOwn[P] + FrozenOwn[P];
-    TP.PreFrozenSplit[P + 1] = TP.PreFrozenSplit[P] + FrozenSplit[P];
+  // (None without frozen weights: most graphs, and no per-degree arrays.)
+  if (!FrozenVal.empty()) {
+    TP.PreFrozenOwn.assign(Pos.size() + 1, 0);
+    TP.PreFrozenSplit.assign(Pos.size() + 1, 0);
+    for (size_t I = 0; I < FrozenVal.size(); ++I)
+      (TP.Sharding.SplitParams.count(FrozenVal[I]) ? TP.PreFrozenSplit
+                                                   : TP.PreFrozenOwn)[FrozenPos[I] + 1] +=
+          FrozenVal[I]->numElements().value_or(0);
+    for (size_t P = 0; P < Pos.size(); ++P) {
+      TP.PreFrozenOwn[P + 1] += TP.PreFrozenOwn[P];
+      TP.PreFrozenSplit[P + 1] += TP.PreFrozenSplit[P];
+    }
   }
   if (TP.ParamsExact)
     std::vector<double>().swap(TP.SplitParams);
