@@ -12,8 +12,9 @@ external data), then
   - throughput: ridge plan evaluates the paper's (t, p, d) with full
     recomputation and fp16 on A100-SXM4-80GB; predicted TFLOP/s per GPU =
     F / predicted step time / n, vs the measured figure.
-Assumptions (not in the table): micro-batch size and interleaving are chosen by
-ridge (the fastest that fits); no sequence parallelism and no ZeRO (neither was
+The micro-batch size and interleaving of each run are those of Megatron-LM's
+examples/sc21/run_table_1.sh (the table does not print them). Assumptions:
+no sequence parallelism and no ZeRO (neither was
 in Megatron-LM in 2021); the data-parallel gradient all-reduce runs after the
 backward, not overlapped with it (--overlap-grad-reduce=false: Megatron-LM's
 train_step reduces gradients after forward_backward_func; its
@@ -27,18 +28,22 @@ import argparse, json, os, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V, S = 51200, 2048
-# params(B), heads, hidden, layers, t, p, n, B, measured TFLOP/s per GPU
+# params(B), heads, hidden, layers, t, p, n, B, measured TFLOP/s per GPU (the
+# paper's Table 1), then the run's micro-batch size and interleaving factor v,
+# which the table does not print: Megatron-LM's examples/sc21/run_table_1.sh
+# (the script that reproduces Table 1) sets MBS per model and
+# --num-layers-per-virtual-pipeline-stage k for some, v = layers / (p k).
 ROWS = [
-    (1.7, 24, 2304, 24, 1, 1, 32, 512, 137),
-    (3.6, 32, 3072, 30, 2, 1, 64, 512, 138),
-    (7.5, 32, 4096, 36, 4, 1, 128, 512, 142),
-    (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135),
-    (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138),
-    (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140),
-    (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148),
-    (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155),
-    (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163),
-    (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163),
+    (1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 16, 1),
+    (3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 16, 1),
+    (7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 16, 1),
+    (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 8, 1),
+    (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 4, 1),
+    (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 3),    # k = 5
+    (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 2),   # k = 5
+    (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 2),  # k = 3
+    (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3),  # k = 1
+    (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1),
 ]
 
 
@@ -184,13 +189,13 @@ def main():
     lo, hi = (int(x) for x in args.rows.split("-"))
     os.makedirs(args.out, exist_ok=True)
     print("| params (B) | t | p | d | B | ridge params = formula | ridge FLOPs / formula "
-          "| config ridge chose (mb, v) | predicted TFLOP/s | measured | error | "
+          "| mb, v (run_table_1.sh) | predicted TFLOP/s | measured | error | "
           "ridge's own plan | its TFLOP/s | fits |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     worst = 0.0
     errs = []
     ok = True
-    for i, (pb, a, h, l, t, p, n, B, meas) in enumerate(ROWS[lo - 1:hi], lo):
+    for i, (pb, a, h, l, t, p, n, B, meas, mb, v) in enumerate(ROWS[lo - 1:hi], lo):
         d = n // (t * p)
         model = gpt_model(os.path.join(args.out, f"gpt-megatron-{i}.onnx"), l, h, a)
         # Megatron-LM all-reduces gradients after the whole backward unless
@@ -198,9 +203,11 @@ def main():
         # here, for the paper's configuration and for its own plan alike.
         base = plan_cmd(args.ridge, model, n, B) + ["--overlap-grad-reduce=false"] + \
             args.extra.split()
-        # The paper's runs (2021) had full recomputation and neither sequence
-        # parallelism nor ZeRO.
+        # The paper's runs (2021) had full recomputation (run_table_1.sh:
+        # --recompute-method uniform, one layer per checkpoint) and neither
+        # sequence parallelism nor ZeRO.
         fixed = subprocess.run(base + ["--tp", str(t), "--pp", str(p), "--dp", str(d),
+                                       "--micro-batch", str(mb), "--interleave", str(v),
                                        "--recompute", "full", "--sequence-parallel=false",
                                        "--zero", "0"],
                                capture_output=True, text=True)
