@@ -176,9 +176,31 @@ void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned 
 void Planner::sumPositions(Workspace &W) {
   // Per position, in order, what evaluate() used to compute position by
   // position: forward and backward time (through the slots), the FLOP sums,
-  // the time with each recomputation mode and its prefix sums.
+  // the time with each recomputation mode and its prefix sums; on an
+  // asynchronous device the kernels launched too, in the same pass (a pass
+  // of its own read the slots and flags again and cost 7% of a plan).
   Group &G = W.G;
+  if (Dev.asyncLaunch())
+    sumPositionsWith<true>(W);
+  else
+    sumPositionsWith<false>(W);
+  // Every cost finite and non-negative: so are the slots' times and the
+  // collectives (a cost adds at most four of them), and the total is finite.
   const TPPlan &TP = *G.TP;
+  const double *STF = G.SlotTF.data(), *STB = G.SlotTB.data(), *TPTs = G.TPT.data();
+  bool Bad = false;
+  for (uint32_t I : TP.UsedSlots)
+    Bad |= !(STF[I] >= 0 && STF[I] <= std::numeric_limits<double>::max()) ||
+           !(STB[I] >= 0 && STB[I] <= std::numeric_limits<double>::max());
+  for (uint32_t Q : TP.CollPos)
+    Bad |= !(TPTs[Q] >= 0 && TPTs[Q] <= std::numeric_limits<double>::max());
+  size_t NPos = Pos.size();
+  for (int R = 0; R < 3; ++R)
+    G.Bounded[R] = !Bad && G.Prefix[R][NPos] <= std::numeric_limits<double>::max();
+}
+
+template <bool Launches> void Planner::sumPositionsWith(Workspace &W) {
+  Group &G = W.G;
   size_t NPos = Pos.size();
   for (int R = 0; R < 3; ++R)
     G.Prefix[R][0] = 0;
@@ -188,6 +210,18 @@ void Planner::sumPositions(Workspace &W) {
   const double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
   double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
   const double *SMF = W.SlotMF.data(), *SM0 = W.SlotMM0.data(), *SM1 = W.SlotMM1.data();
+  // The kernels the host issues, per position in order: forward, backward
+  // and collectives; a replay adds the forward's (and under full
+  // recomputation its forward collectives). Whole numbers: every prefix
+  // difference is a stage's exact count.
+  const uint32_t *N = G.TPN.data(), *NF = G.TPNF.data();
+  const double *LF = G.SlotLF.data(), *LB = G.SlotLB.data();
+  double *L0 = nullptr, *L1 = nullptr, *L2 = nullptr;
+  if constexpr (Launches) {
+    L0 = G.LPre[0].data(), L1 = G.LPre[1].data(), L2 = G.LPre[2].data();
+    L0[0] = L1[0] = L2[0] = 0;
+  }
+  double La0 = 0, La1 = 0, La2 = 0;
   // The prefixes at the stage boundaries are taken as they pass (gathered
   // after, they read the three prefix tables again, a cache line a read).
   for (auto &C : G.Collapsed)
@@ -221,6 +255,12 @@ void Planner::sumPositions(Workspace &W) {
     P0[P + 1] = Pre0 += X0;
     P1[P + 1] = Pre1 += X1;
     P2[P + 1] = Pre2 += X2;
+    if constexpr (Launches) {
+      double F = LF[Slot], X = F + LB[Slot] + N[P];
+      L0[P + 1] = La0 += X;
+      L1[P + 1] = La1 += X + (Sel[P] ? F : 0);
+      L2[P + 1] = La2 += X + (Full[P] ? F + NF[P] : 0);
+    }
     if (NextB < NumB && Bd[NextB] == P + 1) {
       C0[NextB + 1] = Pre0;
       C1[NextB + 1] = Pre1;
@@ -228,14 +268,6 @@ void Planner::sumPositions(Workspace &W) {
       ++NextB;
     }
   }
-  // Every cost finite and non-negative: so are the slots' times and the
-  // collectives (a cost adds at most four of them), and the total is finite.
-  bool Bad = false;
-  for (uint32_t I : TP.UsedSlots)
-    Bad |= !(STF[I] >= 0 && STF[I] <= std::numeric_limits<double>::max()) ||
-           !(STB[I] >= 0 && STB[I] <= std::numeric_limits<double>::max());
-  for (uint32_t Q : TP.CollPos)
-    Bad |= !(TPTs[Q] >= 0 && TPTs[Q] <= std::numeric_limits<double>::max());
   G.ModelFlops = ModelFlops;
   G.MatrixFlops[0] = M0;
   G.MatrixFlops[1] = M1s;
@@ -245,31 +277,9 @@ void Planner::sumPositions(Workspace &W) {
   G.TotRec[0] = 0;
   G.TotRec[1] = Rec1;
   G.TotRec[2] = Rec2;
-  if (Dev.asyncLaunch())
-    sumLaunches(G);
-  for (int R = 0; R < 3; ++R) {
-    G.Bounded[R] = !Bad && G.Prefix[R][NPos] <= std::numeric_limits<double>::max();
+  for (int R = 0; R < 3; ++R)
     for (size_t K = NextB; K < NumB; ++K) // boundaries the loop did not pass (none at 0)
       G.Collapsed[R][K + 1] = G.Prefix[R][Boundaries[K]];
-  }
-}
-
-void Planner::sumLaunches(Group &G) {
-  // The kernels the host issues, per position in order: forward, backward
-  // and collectives; a replay adds the forward's (and under full
-  // recomputation its forward collectives). Whole numbers: every prefix
-  // difference is a stage's exact count.
-  const uint32_t *Slots = G.SlotOf, *N = G.TPN.data(), *NF = G.TPNF.data();
-  const uint8_t *Sel = RecSel.data(), *Full = RecFull.data();
-  const double *LF = G.SlotLF.data(), *LB = G.SlotLB.data();
-  double *L0 = G.LPre[0].data(), *L1 = G.LPre[1].data(), *L2 = G.LPre[2].data();
-  L0[0] = L1[0] = L2[0] = 0;
-  for (size_t P = 0, NPos = Pos.size(); P < NPos; ++P) {
-    double F = LF[Slots[P]], X = F + LB[Slots[P]] + N[P];
-    L0[P + 1] = L0[P] + X;
-    L1[P + 1] = L1[P] + X + (Sel[P] ? F : 0);
-    L2[P + 1] = L2[P] + X + (Full[P] ? F + NF[P] : 0);
-  }
 }
 
 double Planner::stageLaunches(const StageView &S, unsigned St) const {

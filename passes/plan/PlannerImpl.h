@@ -434,7 +434,7 @@ private:
   void nestedKernels(const std::array<double, 2> &K, bool Kernels, double &Fwd, double &Bwd,
                      double &FwdLaunches, double &BwdLaunches) const;
   void sumActivations(Group &G);
-  void sumLaunches(Group &G);
+  template <bool Launches> void sumPositionsWith(Workspace &W);
   void checkExactSums(Group &G);
   /// What the partition (recomputation, P stages, V chunks each) of Gr's
   /// positions adds: the chunk ends, shared weights' copies, the largest
