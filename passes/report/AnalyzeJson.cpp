@@ -4,20 +4,6 @@
 #include "passes/report/JsonWriter.h"
 #include "llvm/ADT/STLExtras.h"
 
-llvm::json::Object ridge::nodeHeaderJson(const NodeCost &NC) {
-  llvm::json::Array Outs;
-  for (const Value *V : NC.N->Outputs)
-    if (V)
-      Outs.push_back(V->typeStr());
-  return llvm::json::Object{{"name", NC.N->Name.ref()},
-                            {"op", NC.N->OpType.ref()},
-                            {"domain", NC.N->domainName()},
-                            {"graph", NC.N->Parent->Name},
-                            {"outputs", std::move(Outs)},
-                            {"modeled", NC.Modeled},
-                            {"multiplier", countValue(NC.multiplier())}};
-}
-
 llvm::json::Array ridge::graphValuesJson(const Model &M, bool Outputs) {
   llvm::json::Array Out;
   for (const Value *V : Outputs ? M.Main->Outputs : M.Main->Inputs)

@@ -20,9 +20,6 @@ class Model;
 struct NodeCost;
 struct CostResult;
 
-/// A node entry's first fields: name, op, domain, graph, outputs, modeled,
-/// multiplier.
-llvm::json::Object nodeHeaderJson(const NodeCost &NC);
 /// `inputs` (the graph inputs, initializers left out) or `outputs`: name
 /// and type each.
 llvm::json::Array graphValuesJson(const Model &M, bool Outputs);
@@ -40,7 +37,8 @@ void writeJsonWithStreamedArray(llvm::raw_ostream &OS, const llvm::json::Object 
 /// integral one (a count) held as an integer: the same text, printed without
 /// formatting a double.
 inline llvm::json::Value countValue(double D) {
-  if (D == double(int64_t(D)) && D > -9.0e15 && D < 9.0e15 && (D != 0 || !std::signbit(D)))
+  // The range first: converting a double outside int64's is undefined.
+  if (D > -9.0e15 && D < 9.0e15 && D == double(int64_t(D)) && (D != 0 || !std::signbit(D)))
     return int64_t(D);
   return D;
 }

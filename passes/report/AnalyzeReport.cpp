@@ -8,6 +8,7 @@
 #include "passes/report/AnalyzeReport.h"
 #include "passes/report/FormulaReport.h"
 #include "passes/report/AnalyzeJson.h"
+#include "passes/report/NodeJson.h"
 #include "passes/report/JsonWriter.h"
 #include "passes/report/Budget.h"
 #include "passes/report/ModelAnnotations.h"
@@ -187,28 +188,31 @@ llvm::json::Object phaseJson(const PhaseCost &P) {
                             {"bytes", countValue(P.Bytes)}};
 }
 
-/// A phase's time; with the kernel model also its limit and its kernels,
-/// recomputed here (the analysis keeps only their sum).
-llvm::json::Object phaseTimeJson(const PhaseTime &P, const NodeCost &NC, bool Bwd,
-                                 DType T, const Config &Cfg, GemmMemo &Memo) {
+/// A phase's time into S (a sink of JsonWriter.h); with the kernel model
+/// also its limit and its kernels, recomputed here (the analysis keeps only
+/// their sum).
+template <class Sink>
+void phaseTimeMembers(Sink &S, const PhaseTime &P, const NodeCost &NC, bool Bwd, DType T,
+                      const Config &Cfg, GemmMemo &Memo) {
   const PhaseCost &Counts = Bwd ? NC.Bwd : NC.Fwd;
   double I = intensity(Counts);
-  llvm::json::Object O{
-      {"seconds", P.Seconds},
-      {"intensity", std::isfinite(I) ? llvm::json::Value(I) : nullptr},
-      {"attainable_flops", attainable(Counts, P)},
-      {"bound", boundName(P.B)}};
-  if (!Cfg.Dev || !hasKernelModel(*Cfg.Dev, Cfg))
-    return O;
-  O["limit"] = limitName(P.Why);
-  llvm::json::Array Kernels;
-  for (const KernelTime &K : nodeKernels(NC, Bwd, *Cfg.Dev, T, Cfg, &Memo).Kernels)
-    Kernels.push_back(llvm::json::Object{{"name", K.Name},
-                                         {"seconds", K.Seconds},
-                                         {"launches", K.Count},
-                                         {"limit", limitName(K.Why)}});
-  O["kernels"] = std::move(Kernels);
-  return O;
+  S.member("attainable_flops", attainable(Counts, P));
+  S.member("bound", boundName(P.B));
+  S.member("intensity", std::isfinite(I) ? llvm::json::Value(I) : nullptr);
+  if (Cfg.Dev && hasKernelModel(*Cfg.Dev, Cfg)) {
+    auto Ks = nodeKernels(NC, Bwd, *Cfg.Dev, T, Cfg, &Memo);
+    S.array("kernels", [&](auto &E) {
+      for (const KernelTime &K : Ks.Kernels)
+        E.object([&](auto &KS) {
+          KS.member("launches", K.Count);
+          KS.member("limit", limitName(K.Why));
+          KS.member("name", K.Name);
+          KS.member("seconds", K.Seconds);
+        });
+    });
+    S.member("limit", limitName(P.Why));
+  }
+  S.member("seconds", P.Seconds);
 }
 
 llvm::json::Object inferenceMemoryJson(const InferenceMemoryResult &I) {
@@ -224,28 +228,32 @@ llvm::json::Object inferenceMemoryJson(const InferenceMemoryResult &I) {
       {"total", I.totalBytes()}};
 }
 
-/// One entry of the `nodes` array.
+/// One entry of the `nodes` array into S (a sink of JsonWriter.h).
+template <class Sink>
+void nodeMembers(Sink &S, const NodeCost &NC, const CostResult &C, const RooflineResult &RL,
+                 const Config &Cfg, GemmMemo &Memo) {
+  if (!NC.Modeled)
+    return nodeEntry(S, NC, nullptr, [](Sink &, bool) {});
+  NodeCountsJson N{countValue(NC.Fwd.Flops),  countValue(NC.Fwd.Macs),
+                   countValue(NC.Fwd.Transcendentals),
+                   countValue(NC.Fwd.Bytes),  countValue(NC.Bwd.Flops),
+                   countValue(NC.Bwd.Macs),   countValue(NC.Bwd.Transcendentals),
+                   countValue(NC.Bwd.Bytes),  countValue(nodeSavedBytes(NC, C, floatBytes(Cfg)))};
+  DType T = RL.Nodes[&NC - C.Nodes.data()].type();
+  nodeEntry(S, NC, &N, [&](Sink &PS, bool Bwd) {
+    if (Bwd && !NC.NeedsBackward)
+      return;
+    PS.object(Bwd ? "bwd_time" : "fwd_time", [&](Sink &TS) {
+      phaseTimeMembers(TS, RL.terms(C, NC, Bwd, Cfg), NC, Bwd, T, Cfg, Memo);
+    });
+  });
+}
+
 llvm::json::Object nodeJson(const NodeCost &NC, const CostResult &C, const RooflineResult &RL,
                             const Config &Cfg, GemmMemo &Memo) {
-  llvm::json::Object O = nodeHeaderJson(NC);
-  if (NC.Modeled) {
-    O["fwd_flops"] = countValue(NC.Fwd.Flops);
-    O["macs"] = countValue(NC.Fwd.Macs);
-    O["transcendentals"] = countValue(NC.Fwd.Transcendentals);
-    O["fwd_bytes"] = countValue(NC.Fwd.Bytes);
-    O["bwd_flops"] = countValue(NC.Bwd.Flops);
-    O["bwd_macs"] = countValue(NC.Bwd.Macs);
-    O["bwd_transcendentals"] = countValue(NC.Bwd.Transcendentals);
-    O["bwd_bytes"] = countValue(NC.Bwd.Bytes);
-    O["saved_bytes"] = countValue(nodeSavedBytes(NC, C, floatBytes(Cfg)));
-    O["needs_backward"] = NC.NeedsBackward;
-    const NodeRoofline &R = RL.Nodes[&NC - C.Nodes.data()];
-    O["fwd_time"] = phaseTimeJson(RL.terms(C, NC, false, Cfg), NC, false, R.type(), Cfg, Memo);
-    if (NC.NeedsBackward)
-      O["bwd_time"] = phaseTimeJson(RL.terms(C, NC, true, Cfg), NC, true, R.type(), Cfg, Memo);
-  } else {
-    O["unmodeled_reason"] = NC.unmodeled().str();
-  }
+  llvm::json::Object O;
+  ObjectSink S(O);
+  nodeMembers(S, NC, C, RL, Cfg, Memo);
   return O;
 }
 
@@ -358,7 +366,10 @@ void writeAnalyzeJson(const Model &M, const GraphSummaryResult &S, const CostRes
   GemmMemo Memo;
   writeJsonWithStreamedArray(*Cfg.Out, Doc, "nodes", [&](llvm::json::OStream &J) {
     for (const NodeCost &NC : C.Nodes)
-      ridge::writeJson(J, nodeJson(NC, C, RL, Cfg, Memo));
+      J.object([&] {
+        StreamSink S(J);
+        nodeMembers(S, NC, C, RL, Cfg, Memo);
+      });
   });
 }
 

@@ -1,6 +1,7 @@
 //===- FormulaReport.cpp - analyze's report when costs are formulas -------===//
 #include "passes/report/FormulaReport.h"
 #include "passes/report/AnalyzeJson.h"
+#include "passes/report/NodeJson.h"
 #include "passes/report/JsonWriter.h"
 #include "analyzer/Format.h"
 #include "devices/Device.h"
@@ -282,25 +283,28 @@ void ridge::printFormulaText(const Model &M, const GraphSummaryResult &S, const 
 
 namespace {
 
-/// One entry of the formula document's `nodes` array.
+/// One entry of the formula document's `nodes` array into S (a sink of
+/// JsonWriter.h).
+template <class Sink>
+void formulaNodeMembers(Sink &S, const NodeCost &NC, const CostResult &C,
+                        std::optional<double> FloatBytes) {
+  auto NoTimes = [](Sink &, bool) {};
+  if (!NC.Modeled)
+    return nodeEntry(S, NC, nullptr, NoTimes);
+  PhaseCount F = NC.fwdCounts(), B = NC.bwdCounts();
+  NodeCountsJson N{countJson(F.Flops),           countJson(F.Macs),
+                   countJson(F.Transcendentals), countJson(F.Bytes),
+                   countJson(B.Flops),           countJson(B.Macs),
+                   countJson(B.Transcendentals), countJson(B.Bytes),
+                   countJson(nodeSavedCount(NC, C, FloatBytes))};
+  nodeEntry(S, NC, &N, NoTimes);
+}
+
 llvm::json::Object formulaNodeJson(const NodeCost &NC, const CostResult &C,
                                    std::optional<double> FloatBytes) {
-  llvm::json::Object O = nodeHeaderJson(NC);
-  if (NC.Modeled) {
-    PhaseCount F = NC.fwdCounts(), B = NC.bwdCounts();
-    O["fwd_flops"] = countJson(F.Flops);
-    O["macs"] = countJson(F.Macs);
-    O["transcendentals"] = countJson(F.Transcendentals);
-    O["fwd_bytes"] = countJson(F.Bytes);
-    O["bwd_flops"] = countJson(B.Flops);
-    O["bwd_macs"] = countJson(B.Macs);
-    O["bwd_transcendentals"] = countJson(B.Transcendentals);
-    O["bwd_bytes"] = countJson(B.Bytes);
-    O["saved_bytes"] = countJson(nodeSavedCount(NC, C, FloatBytes));
-    O["needs_backward"] = NC.NeedsBackward;
-  } else {
-    O["unmodeled_reason"] = NC.unmodeled().str();
-  }
+  llvm::json::Object O;
+  ObjectSink S(O);
+  formulaNodeMembers(S, NC, C, FloatBytes);
   return O;
 }
 
@@ -425,6 +429,9 @@ void ridge::writeFormulaDocument(llvm::raw_ostream &OS, const Model &M,
   std::optional<double> FloatBytes = floatBytes(AM.config());
   writeJsonWithStreamedArray(OS, Doc, "nodes", [&](llvm::json::OStream &J) {
     for (const NodeCost &NC : C.Nodes)
-      writeJson(J, formulaNodeJson(NC, C, FloatBytes));
+      J.object([&] {
+        StreamSink S(J);
+        formulaNodeMembers(S, NC, C, FloatBytes);
+      });
   });
 }

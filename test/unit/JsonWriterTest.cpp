@@ -77,3 +77,37 @@ TEST(JsonWriterTest, DoublesReadBackExactly) {
     EXPECT_EQ(*D, Xs[I]) << "element " << I;
   }
 }
+
+// One body, both sinks: the object a body builds (ObjectSink) prints as the
+// text the same body streams (StreamSink), nested objects and arrays too.
+TEST(JsonWriterTest, ObjectAndStreamSinksPrintTheSame) {
+  auto Body = [](auto &S) {
+    S.member("a", 0.85);
+    S.array("b", [](auto &E) {
+      E.value(int64_t(3));
+      E.object([](auto &O) {
+        O.member("x", "y\"z");
+        O.member("y", nullptr);
+      });
+    });
+    S.object("c", [](auto &O) { O.member("d", 1e20); });
+    S.member("e", true);
+  };
+  json::Object Built;
+  ObjectSink OS(Built);
+  Body(OS);
+  std::string Streamed;
+  {
+    llvm::raw_string_ostream Out(Streamed);
+    {
+      json::OStream J(Out, 2);
+      J.object([&] {
+        StreamSink SS(J);
+        Body(SS);
+      });
+    }
+    Out << "\n";
+  }
+  EXPECT_EQ(print(json::Value(std::move(Built))), Streamed);
+  EXPECT_NE(Streamed.find("\"d\": 1e+20"), std::string::npos);
+}
