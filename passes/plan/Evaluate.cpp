@@ -121,7 +121,11 @@ void Planner::placeSlots(Workspace &W) {
           Kernels ? kernels::streaming("backward", Bc, Dev, X.Type, Cfg, &PB).Seconds : PB.Seconds;
       G.SlotLF[Slot] = PF.Launches;
       G.SlotLB[Slot] = PB.Launches;
-      if (auto It = NestedKernels.find(uint32_t(&X - Pos.data())); It != NestedKernels.end())
+      uint32_t P = uint32_t(&X - Pos.data());
+      if (auto NP = NestedProducts.find(P); Kernels && NP != NestedProducts.end())
+        nestedSlot(W, X, NP->second, Mb, Scale, T, G.SlotTF[Slot], G.SlotTB[Slot],
+                   G.SlotLF[Slot], G.SlotLB[Slot]);
+      else if (auto It = NestedKernels.find(P); It != NestedKernels.end())
         nestedKernels(It->second, Kernels, G.SlotTF[Slot], G.SlotTB[Slot], G.SlotLF[Slot],
                       G.SlotLB[Slot]);
     }
@@ -145,6 +149,58 @@ void Planner::nestedKernels(const std::array<double, 2> &K, bool Kernels, double
   };
   Add(Fwd, FwdLaunches, K[0]);
   Add(Bwd, BwdLaunches, K[1]);
+}
+
+void Planner::nestedSlot(Workspace &W, const Position &X,
+                         const std::vector<NestedProduct> &Prods, double Mb, double Scale,
+                         unsigned T, double &Fwd, double &Bwd, double &FwdLaunches,
+                         double &BwdLaunches) {
+  // The bodies' other nodes stream, as one summed kernel and the rest of
+  // their count (nestedKernels); each product runs its own kernels by the
+  // kernel model, its trips times (a split position divides its batch, or
+  // M, by t, as attention's products are split).
+  PhaseCost F = fwd(X).at(Mb, Scale), B = bwd(X).at(Mb, Scale);
+  std::array<double, 2> K = NestedKernels.lookup(uint32_t(&X - Pos.data()));
+  auto TakeOut = [](PhaseCost &From, const PhaseCost &P) {
+    From.Flops = std::max(0.0, From.Flops - P.Flops);
+    From.Macs = std::max(0.0, From.Macs - P.Macs);
+    From.Transcendentals = std::max(0.0, From.Transcendentals - P.Transcendentals);
+    From.Bytes = std::max(0.0, From.Bytes - P.Bytes);
+  };
+  for (const NestedProduct &NP : Prods) {
+    TakeOut(F, NP.Fwd.at(Mb, Scale));
+    TakeOut(B, NP.Bwd.at(Mb, Scale));
+    for (int Ph = 0; Ph < 2; ++Ph)
+      K[Ph] -= NP.Counted[Ph] ? NP.Mult : 0;
+  }
+  Fwd = Bwd = FwdLaunches = BwdLaunches = 0;
+  auto Stream = [&](const char *Name, const PhaseCost &P, double N, double &Time,
+                    double &Launches) {
+    if (N <= 0)
+      return;
+    PhaseTime PT = placeOnDevice(P, Dev, X.Type, Cfg);
+    Time = kernels::streaming(Name, P, Dev, X.Type, Cfg, &PT).Seconds;
+    Launches = std::max(1.0, PT.Launches);
+  };
+  Stream("forward", F, K[0], Fwd, FwdLaunches);
+  if (X.NeedsBackward)
+    Stream("backward", B, K[1], Bwd, BwdLaunches);
+  nestedKernels(K, true, Fwd, Bwd, FwdLaunches, BwdLaunches);
+  MathUnit U = mathUnit(Dev, X.Type, Cfg);
+  double Elem = dtypeBytes(X.Type);
+  for (const NestedProduct &NP : Prods) {
+    GemmShape S{NP.Dims[0].at(Mb), NP.Dims[1].at(Mb), NP.Dims[2].at(Mb), NP.Dims[3].at(Mb)};
+    if (Scale != 1)
+      (S.Batch >= T ? S.Batch : S.M) /= T;
+    PhaseKernels PF = productPhase(S, false, false, false, U, Dev, Elem, &W.Memo);
+    Fwd += PF.seconds() * NP.Mult;
+    FwdLaunches += PF.launches() * NP.Mult;
+    if (NP.NeedsBackward && X.NeedsBackward) {
+      PhaseKernels PB = productPhase(S, true, NP.GradA, NP.GradB, U, Dev, Elem, &W.Memo);
+      Bwd += PB.seconds() * NP.Mult;
+      BwdLaunches += PB.launches() * NP.Mult;
+    }
+  }
 }
 
 void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,

@@ -366,6 +366,19 @@ private:
   /// forward and backward launch (each body node's times its multiplier,
   /// and the node's own), where the position's summed cost is one kernel.
   llvm::DenseMap<uint32_t, std::array<double, 2>> NestedKernels;
+  /// A matrix product inside a control-flow position's bodies (a Loop's
+  /// MatMul): the kernel model times it each trip, as `analyze` times it.
+  /// Its counts stay in the position's phase (FLOPs, MFU) and are taken out
+  /// of the rest, which runs as streaming kernels.
+  struct NestedProduct {
+    GemmDims Dims;
+    PolyPhase Fwd, Bwd; ///< its own counts, times its multiplier
+    double Mult = 1;    ///< its trips
+    bool GradA = false, GradB = false, NeedsBackward = false;
+    /// Whether its forward and backward count among NestedKernels.
+    std::array<bool, 2> Counted = {false, false};
+  };
+  llvm::DenseMap<uint32_t, std::vector<NestedProduct>> NestedProducts;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   std::vector<BatchPoly> SavedAff, SelAff, CkAff;
   std::vector<size_t> CutPos;           ///< positions with Cut, ascending
@@ -433,6 +446,11 @@ private:
   /// with its bodies' K kernels (NestedKernels), not one.
   void nestedKernels(const std::array<double, 2> &K, bool Kernels, double &Fwd, double &Bwd,
                      double &FwdLaunches, double &BwdLaunches) const;
+  /// A control-flow position's slot times with its bodies' products timed
+  /// by the kernel model (NestedProducts) and the rest streamed.
+  void nestedSlot(Workspace &W, const Position &X, const std::vector<NestedProduct> &Prods,
+                  double Mb, double Scale, unsigned T, double &Fwd, double &Bwd,
+                  double &FwdLaunches, double &BwdLaunches);
   void sumActivations(Group &G);
   template <bool Launches> void sumPositionsWith(Workspace &W);
   void checkExactSums(Group &G);

@@ -122,9 +122,12 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     std::optional<size_t> P = positionOf(G, NC.N);
     if (!P || !SymModeled[I])
       continue;
+    PolyPhase Own[2];
+    bool OwnKernel[2] = {false, false};
     for (bool Bwd : {false, true}) {
       PhaseCount C = Bwd ? NC.bwdCounts() : NC.fwdCounts();
-      if (NC.N->Parent != &G && runsKernel(C))
+      OwnKernel[Bwd] = NC.N->Parent != &G && runsKernel(C);
+      if (OwnKernel[Bwd])
         NestedKernels[uint32_t(*P)][Bwd] += NC.multiplier();
       PolyPhase X;
       if (llvm::Error E = Poly(*NC.N, C.Flops, X.Flops))
@@ -143,6 +146,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
       PolyPhase Sum = Phases[Idx];
       Sum += X;
       Idx = internPhase(Sum);
+      Own[Bwd] = X;
     }
     sym::Count Extra = NC.savedCounts();
     if (Extra != 0) {
@@ -151,18 +155,19 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
         return E;
       SavedExtra[I] = X * NC.multiplier();
     }
-    // A product's GEMM dims, as formulas in the batch.
-    if (NC.N->Parent == &G)
-      if (auto Dims = productDims(*NC.N)) {
+    // A product's GEMM dims, as formulas in the batch (one in a body is
+    // its position's nested product).
+    if (auto Dims = productDims(*NC.N)) {
+      GemmDims Gemm;
+      bool Ok = true;
+      for (unsigned K = 0; K < 4 && Ok; ++K) {
+        std::optional<BatchPoly> D = batchPoly((*Dims)[K], BatchSymbol);
+        Ok = D.has_value();
+        if (Ok)
+          Gemm[K] = *D;
+      }
+      if (NC.N->Parent == &G) {
         Position &X = Pos[*P];
-        GemmDims Gemm;
-        bool Ok = true;
-        for (unsigned K = 0; K < 4 && Ok; ++K) {
-          std::optional<BatchPoly> D = batchPoly((*Dims)[K], BatchSymbol);
-          Ok = D.has_value();
-          if (Ok)
-            Gemm[K] = *D;
-        }
         X.Product = Ok;
         if (Ok) {
           X.GemmIdx = uint32_t(Gemms.size());
@@ -170,7 +175,12 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
         }
         X.GradA = NC.inputNeedsGrad(0);
         X.GradB = NC.inputNeedsGrad(1);
+      } else if (Ok) {
+        NestedProduct NP{Gemm, Own[0], Own[1], NC.multiplier(), NC.inputNeedsGrad(0),
+                         NC.inputNeedsGrad(1), OwnKernel[1], {OwnKernel[0], OwnKernel[1]}};
+        NestedProducts[uint32_t(*P)].push_back(NP);
       }
+    }
   }
   // A position with body nodes launches its own node's kernels too (a
   // Loop or If itself costs nothing).
@@ -560,6 +570,9 @@ void Planner::classifyPositions() {
     }
     auto Nested = NestedKernels.find(uint32_t(P));
     Ky.Kernels = Nested == NestedKernels.end() ? std::array<double, 2>{} : Nested->second;
+    // A position with products in its bodies (rare) is a class of its own.
+    if (NestedProducts.count(uint32_t(P)))
+      Ky.Gemm.back() = 2.0 + double(P);
     Ky.Type = uint8_t(X.Type);
     Ky.NeedsBackward = X.NeedsBackward;
     auto [It, New] = Classes.try_emplace(Ky, uint32_t(ClassRep.size()));
