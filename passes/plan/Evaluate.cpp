@@ -110,6 +110,9 @@ void Planner::placeSlots(Workspace &W) {
     if (Kernels && X.Product) {
       productTimes(W, X, Mb, Kind, T, G.SlotTF[Slot], G.SlotTB[Slot], G.SlotLF[Slot],
                    G.SlotLB[Slot]);
+    } else if (Kernels && X.Conv) {
+      convTimes(W, X, Mb, Kind, T, F, Bc, G.SlotTF[Slot], G.SlotTB[Slot], G.SlotLF[Slot],
+                G.SlotLB[Slot]);
     } else {
       PhaseTime PF = placeOnDevice(F, Dev, X.Type, Cfg);
       PhaseTime PB = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg) : PhaseTime();
@@ -201,6 +204,39 @@ void Planner::nestedSlot(Workspace &W, const Position &X,
       BwdLaunches += PB.launches() * NP.Mult;
     }
   }
+}
+
+void Planner::convTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,
+                        unsigned T, const PhaseCost &F, const PhaseCost &B, double &Fwd,
+                        double &Bwd, double &FwdLaunches, double &BwdLaunches) {
+  // The convolution at micro-batch Mb, split by tensor parallelism as its
+  // sharding says: a column split divides its output channels, a row split
+  // its input channels, another split the batch. A grouped convolution's
+  // channel split divides its groups (a depthwise one stays depthwise).
+  ConvGeometry Geo = Convs[X.ConvIdx].Geo;
+  Geo.Batch = Convs[X.ConvIdx].Batch.at(Mb);
+  if ((Kind == 1 || Kind == 2) && Geo.Groups > 1) {
+    Geo.Groups /= T;
+    Geo.Cin /= T;
+    Geo.Cout /= T;
+  } else if (Kind == 1) {
+    Geo.Cout /= T;
+  } else if (Kind == 2) {
+    Geo.Cin /= T;
+  } else if (Kind == 3) {
+    Geo.Batch /= T;
+  }
+  MathUnit U = mathUnit(Dev, X.Type, Cfg);
+  double Elem = dtypeBytes(X.Type);
+  ConvGrads Grads{X.GradA, X.GradB, X.GradBias};
+  PhaseKernels PF = convPhase(Geo, false, Grads, F, Dev, X.Type, Cfg, U, Elem, &W.Memo);
+  PhaseKernels PB = X.NeedsBackward
+                        ? convPhase(Geo, true, Grads, B, Dev, X.Type, Cfg, U, Elem, &W.Memo)
+                        : PhaseKernels();
+  Fwd = PF.seconds();
+  Bwd = PB.seconds();
+  FwdLaunches = PF.launches();
+  BwdLaunches = PB.launches();
 }
 
 void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,

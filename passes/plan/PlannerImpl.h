@@ -101,6 +101,11 @@ struct Position {
   /// as `analyze` does.
   bool Product = false, GradA = false, GradB = false;
   uint32_t GemmIdx = 0;
+  /// A convolution whose every dim but the batch is known: its geometry
+  /// (Planner::Convs[ConvIdx]); GradA and GradB are its input's and
+  /// weight's gradients, GradBias its bias's. The kernel model times it.
+  bool Conv = false, GradBias = false;
+  uint32_t ConvIdx = 0;
 };
 using GemmDims = std::array<BatchPoly, 4>;
 
@@ -379,6 +384,13 @@ private:
     std::array<bool, 2> Counted = {false, false};
   };
   llvm::DenseMap<uint32_t, std::vector<NestedProduct>> NestedProducts;
+  /// A convolution's geometry with its batch as a formula in the
+  /// micro-batch (Position::Conv).
+  struct ConvDims {
+    BatchPoly Batch;
+    ConvGeometry Geo;
+  };
+  std::vector<ConvDims> Convs;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   std::vector<BatchPoly> SavedAff, SelAff, CkAff;
   std::vector<size_t> CutPos;           ///< positions with Cut, ascending
@@ -446,6 +458,12 @@ private:
   /// with its bodies' K kernels (NestedKernels), not one.
   void nestedKernels(const std::array<double, 2> &K, bool Kernels, double &Fwd, double &Bwd,
                      double &FwdLaunches, double &BwdLaunches) const;
+  /// A convolution's forward and backward time by the kernel model, at
+  /// micro-batch Mb and degree T (Kind: its slot's split kind); F and B
+  /// its phases' counts (the depthwise case streams them).
+  void convTimes(Workspace &W, const Position &X, double Mb, unsigned Kind, unsigned T,
+                 const PhaseCost &F, const PhaseCost &B, double &Fwd, double &Bwd,
+                 double &FwdLaunches, double &BwdLaunches);
   /// A control-flow position's slot times with its bodies' products timed
   /// by the kernel model (NestedProducts) and the rest streamed.
   void nestedSlot(Workspace &W, const Position &X, const std::vector<NestedProduct> &Prods,

@@ -181,6 +181,27 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
         NestedProducts[uint32_t(*P)].push_back(NP);
       }
     }
+    // A convolution's geometry, its batch a formula in the micro-batch.
+    if (NC.N->Parent == &G)
+      if (auto Geo = convGeometry(*NC.N, /*BatchKnown=*/false)) {
+        const Dim &B0 = NC.N->input(0)->Shp->Dims[0];
+        std::optional<BatchPoly> Batch;
+        if (B0.isKnown())
+          Batch = batchPoly(sym::Count(double(B0.extent())), BatchSymbol);
+        else if (B0.isDetermined()) {
+          sym::CountScope Scope;
+          Batch = batchPoly(sym::Count::of(B0.expr()), BatchSymbol);
+        }
+        if (Batch) {
+          Position &X = Pos[*P];
+          X.Conv = true;
+          X.ConvIdx = uint32_t(Convs.size());
+          Convs.push_back({*Batch, *Geo});
+          X.GradA = NC.inputNeedsGrad(0);
+          X.GradB = NC.inputNeedsGrad(1);
+          X.GradBias = NC.inputNeedsGrad(2);
+        }
+      }
   }
   // A position with body nodes launches its own node's kernels too (a
   // Loop or If itself costs nothing).
@@ -570,6 +591,20 @@ void Planner::classifyPositions() {
     }
     auto Nested = NestedKernels.find(uint32_t(P));
     Ky.Kernels = Nested == NestedKernels.end() ? std::array<double, 2>{} : Nested->second;
+    if (X.Conv) {
+      // The geometry with the batch's coefficients, marked apart from a
+      // product's dims by a last entry of -1.
+      const ConvDims &Cd = Convs[X.ConvIdx];
+      const ConvGeometry &Geo = Cd.Geo;
+      size_t J = 0;
+      for (double C : Cd.Batch.C)
+        Ky.Gemm[J++] = C;
+      for (double V : {Geo.Cin, Geo.Cout, Geo.Groups, Geo.InPix, Geo.OutPix, Geo.Taps,
+                       Geo.Strides, double(Geo.Winograd), double(X.GradA), double(X.GradB),
+                       double(X.GradBias)})
+        Ky.Gemm[J++] = V;
+      Ky.Gemm.back() = -1;
+    }
     // A position with products in its bodies (rare) is a class of its own.
     if (NestedProducts.count(uint32_t(P)))
       Ky.Gemm.back() = 2.0 + double(P);

@@ -345,89 +345,14 @@ std::optional<std::array<sym::Count, 4>> ridge::productDims(const Node &N) {
 
 namespace {
 
-/// Conv as implicit GEMMs (see the header); depthwise as a streaming kernel.
+/// Conv as implicit GEMMs (see the header), from its shapes.
 bool convKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
-  const kernels::Constants &K = kernels::constants();
-  const Node &N = *C.NC.N;
-  const Shape *X = C.shape(0), *W = C.shape(1), *Y = C.outShape();
-  if (!X || !W || !Y || X->rank() < 3 || W->rank() != X->rank() || Y->rank() != X->rank())
+  std::optional<ConvGeometry> G = convGeometry(*C.NC.N);
+  if (!G || !(G->Batch >= 0))
     return false;
-  size_t Sp = X->rank() - 2;
-  double Batch = dim(*X, 0), Cin = dim(*X, 1), Cout = dim(*W, 0);
-  double Groups = double(N.attrInt("group", 1));
-  if (!(Groups >= 1))
-    return false;
-  double InPix = 1, OutPix = 1, Taps = 1, Strides = 1;
-  bool Winograd = Sp == 2 && Groups == 1;
-  llvm::ArrayRef<int64_t> StrideAttr = N.attrInts("strides").value_or(llvm::ArrayRef<int64_t>());
-  llvm::ArrayRef<int64_t> DilationAttr =
-      N.attrInts("dilations").value_or(llvm::ArrayRef<int64_t>());
-  for (size_t I = 0; I < Sp; ++I) {
-    InPix *= dim(*X, 2 + I);
-    OutPix *= dim(*Y, 2 + I);
-    Taps *= dim(*W, 2 + I);
-    double St = I < StrideAttr.size() ? double(StrideAttr[I]) : 1;
-    double Dl = I < DilationAttr.size() ? double(DilationAttr[I]) : 1;
-    Strides *= St;
-    Winograd &= dim(*W, 2 + I) == 3 && St == 1 && Dl == 1;
-  }
-  double CinG = Cin / Groups, CoutG = Cout / Groups;
-  // Depthwise: one input channel per group, no reuse to tile.
-  if (CinG == 1 && Groups > 1) {
-    Out.Kernels.push_back(kernels::streaming(Bwd ? "depthwise conv backward" : "depthwise conv",
-                                             Bwd ? C.NC.Bwd : C.NC.Fwd, C.D, C.T, C.Cfg));
-    return true;
-  }
-  // Tensor cores take channel counts in multiples of 8 (NVIDIA, "Deep
-  // Learning Performance Guide: convolutional layers"); others run on CUDA cores.
-  MathUnit Unit = C.Unit;
-  if (Unit.Tensor && (std::fmod(CinG, 8) != 0 || std::fmod(CoutG, 8) != 0))
-    Unit = simtUnit(C.D);
-  auto Scaled = [&](KernelTime T, double Eff) {
-    double Overhead = C.D.perKernelOverhead();
-    T.Seconds = (T.Seconds - Overhead) / Eff + Overhead;
-    return T;
-  };
-  // Winograd F(4x4, 3x3): fewer multiplies, plus transforms of the input and
-  // output tensors (read and written once more each).
-  double Transform = (Batch * Cin * InPix + Batch * Cout * OutPix) * C.Elem * 2 /
-                     (C.D.MemBandwidth * K.MemEff);
-  // In the Winograd domain the filter taps shrink: the forward's and data
-  // gradient's reduction (K = C*R*S), the filter gradient's output columns
-  // (N = C*R*S; cuDNN's WINOGRAD_NONFUSED filter-gradient algorithm).
-  auto WithWinograd = [&](KernelTime Direct, GemmShape S, double GemmShape::*Taps,
-                          double Eff, const char *Name) {
-    if (!Winograd)
-      return Direct;
-    S.*Taps /= K.WinogradGain;
-    KernelTime W = Scaled(C.gemm(Name, S, &Unit), Eff * K.WinogradEff);
-    W.Seconds += Transform;
-    return W.Seconds < Direct.Seconds ? W : Direct;
-  };
-  if (!Bwd) {
-    GemmShape S{Groups, Batch * OutPix, CoutG, CinG * Taps};
-    Out.Kernels.push_back(WithWinograd(Scaled(C.gemm("conv fwd", S, &Unit), K.ConvEff), S,
-                                       &GemmShape::K, K.ConvEff, "conv fwd (Winograd)"));
-    return true;
-  }
-  if (C.NC.inputNeedsGrad(0)) {
-    // The data gradient: each input pixel gathers the taps that reach it.
-    GemmShape S{Groups, Batch * InPix, CinG, std::max(CoutG, CoutG * Taps / Strides)};
-    Out.Kernels.push_back(WithWinograd(
-        Scaled(C.gemm("conv dgrad", S, &Unit), K.ConvEff * K.DgradEff), S, &GemmShape::K,
-        K.ConvEff, "conv dgrad (Winograd)"));
-  }
-  if (C.NC.inputNeedsGrad(1)) {
-    double Eff = K.ConvEff * K.WgradEff * (Unit.Tensor ? K.WgradTensorEff : 1);
-    GemmShape S{Groups, CoutG, CinG * Taps, Batch * OutPix};
-    Out.Kernels.push_back(
-        WithWinograd(Scaled(C.gemm("conv wgrad", S, &Unit), Eff), S, &GemmShape::N, Eff,
-                     "conv wgrad (Winograd)"));
-  }
-  if (C.NC.inputNeedsGrad(2)) {
-    PhaseCost Bias{Batch * Cout * OutPix, 0, 0, (Batch * Cout * OutPix + Cout) * C.Elem};
-    Out.Kernels.push_back(kernels::streaming("conv bias grad", Bias, C.D, C.T, C.Cfg));
-  }
+  ConvGrads Grads{C.NC.inputNeedsGrad(0), C.NC.inputNeedsGrad(1), C.NC.inputNeedsGrad(2)};
+  Out = convPhase(*G, Bwd, Grads, Bwd ? C.NC.Bwd : C.NC.Fwd, C.D, C.T, C.Cfg, C.Unit, C.Elem,
+                  C.Memo);
   return true;
 }
 
@@ -476,6 +401,116 @@ bool recurrentKernels(const KernelContext &C, bool Bwd, double Gates, PhaseKerne
 }
 
 } // namespace
+
+std::optional<ConvGeometry> ridge::convGeometry(const Node &N, bool BatchKnown) {
+  if (!N.Domain.empty() || N.OpType != "Conv")
+    return std::nullopt;
+  const Value *XV = N.input(0), *WV = N.input(1), *YV = N.output(0);
+  const Shape *W = knownShape(WV);
+  if (!W || !XV || !YV || !XV->Shp || !YV->Shp)
+    return std::nullopt;
+  const Shape &X = *XV->Shp, &Y = *YV->Shp;
+  if (X.rank() < 3 || W->rank() != X.rank() || Y.rank() != X.rank())
+    return std::nullopt;
+  // Every dim known but the batch (X's and Y's dim 0), which BatchKnown
+  // asks for too.
+  for (const Shape *S : {&X, &Y})
+    for (size_t I = BatchKnown ? 0 : 1; I < S->rank(); ++I)
+      if (!S->Dims[I].isKnown())
+        return std::nullopt;
+  size_t Sp = X.rank() - 2;
+  ConvGeometry G;
+  G.Batch = X.Dims[0].isKnown() ? dim(X, 0) : -1;
+  G.Cin = dim(X, 1);
+  G.Cout = dim(*W, 0);
+  G.Groups = double(N.attrInt("group", 1));
+  if (!(G.Groups >= 1))
+    return std::nullopt;
+  G.Winograd = Sp == 2 && G.Groups == 1;
+  llvm::ArrayRef<int64_t> StrideAttr = N.attrInts("strides").value_or(llvm::ArrayRef<int64_t>());
+  llvm::ArrayRef<int64_t> DilationAttr =
+      N.attrInts("dilations").value_or(llvm::ArrayRef<int64_t>());
+  for (size_t I = 0; I < Sp; ++I) {
+    G.InPix *= dim(X, 2 + I);
+    G.OutPix *= dim(Y, 2 + I);
+    G.Taps *= dim(*W, 2 + I);
+    double St = I < StrideAttr.size() ? double(StrideAttr[I]) : 1;
+    double Dl = I < DilationAttr.size() ? double(DilationAttr[I]) : 1;
+    G.Strides *= St;
+    G.Winograd &= dim(*W, 2 + I) == 3 && St == 1 && Dl == 1;
+  }
+  return G;
+}
+
+PhaseKernels ridge::convPhase(const ConvGeometry &G, bool Bwd, const ConvGrads &Grads,
+                              const PhaseCost &Streaming, const Device &D, DType T,
+                              const Config &Cfg, const MathUnit &DefaultUnit, double Elem,
+                              GemmMemo *Memo) {
+  const kernels::Constants &K = kernels::constants();
+  PhaseKernels Out;
+  double Batch = G.Batch, Cin = G.Cin, Cout = G.Cout, Groups = G.Groups;
+  double InPix = G.InPix, OutPix = G.OutPix, Taps = G.Taps, Strides = G.Strides;
+  bool Winograd = G.Winograd;
+  double CinG = Cin / Groups, CoutG = Cout / Groups;
+  // Depthwise: one input channel per group, no reuse to tile.
+  if (CinG == 1 && Groups > 1) {
+    Out.Kernels.push_back(kernels::streaming(Bwd ? "depthwise conv backward" : "depthwise conv",
+                                             Streaming, D, T, Cfg));
+    return Out;
+  }
+  // Tensor cores take channel counts in multiples of 8 (NVIDIA, "Deep
+  // Learning Performance Guide: convolutional layers"); others run on CUDA cores.
+  MathUnit Unit = DefaultUnit;
+  if (Unit.Tensor && (std::fmod(CinG, 8) != 0 || std::fmod(CoutG, 8) != 0))
+    Unit = simtUnit(D);
+  auto Gemm = [&](const char *Name, const GemmShape &S) {
+    return memoGemm(Name, S, Unit, D, Elem, Memo);
+  };
+  auto Scaled = [&](KernelTime Kt, double Eff) {
+    double Overhead = D.perKernelOverhead();
+    Kt.Seconds = (Kt.Seconds - Overhead) / Eff + Overhead;
+    return Kt;
+  };
+  // Winograd F(4x4, 3x3): fewer multiplies, plus transforms of the input and
+  // output tensors (read and written once more each).
+  double Transform =
+      (Batch * Cin * InPix + Batch * Cout * OutPix) * Elem * 2 / (D.MemBandwidth * K.MemEff);
+  // In the Winograd domain the filter taps shrink: the forward's and data
+  // gradient's reduction (K = C*R*S), the filter gradient's output columns
+  // (N = C*R*S; cuDNN's WINOGRAD_NONFUSED filter-gradient algorithm).
+  auto WithWinograd = [&](KernelTime Direct, GemmShape S, double GemmShape::*TapsDim,
+                          double Eff, const char *Name) {
+    if (!Winograd)
+      return Direct;
+    S.*TapsDim /= K.WinogradGain;
+    KernelTime W = Scaled(Gemm(Name, S), Eff * K.WinogradEff);
+    W.Seconds += Transform;
+    return W.Seconds < Direct.Seconds ? W : Direct;
+  };
+  if (!Bwd) {
+    GemmShape S{Groups, Batch * OutPix, CoutG, CinG * Taps};
+    Out.Kernels.push_back(WithWinograd(Scaled(Gemm("conv fwd", S), K.ConvEff), S,
+                                       &GemmShape::K, K.ConvEff, "conv fwd (Winograd)"));
+    return Out;
+  }
+  if (Grads.X) {
+    // The data gradient: each input pixel gathers the taps that reach it.
+    GemmShape S{Groups, Batch * InPix, CinG, std::max(CoutG, CoutG * Taps / Strides)};
+    Out.Kernels.push_back(WithWinograd(Scaled(Gemm("conv dgrad", S), K.ConvEff * K.DgradEff),
+                                       S, &GemmShape::K, K.ConvEff, "conv dgrad (Winograd)"));
+  }
+  if (Grads.W) {
+    double Eff = K.ConvEff * K.WgradEff * (Unit.Tensor ? K.WgradTensorEff : 1);
+    GemmShape S{Groups, CoutG, CinG * Taps, Batch * OutPix};
+    Out.Kernels.push_back(WithWinograd(Scaled(Gemm("conv wgrad", S), Eff), S, &GemmShape::N,
+                                       Eff, "conv wgrad (Winograd)"));
+  }
+  if (Grads.Bias) {
+    PhaseCost Bias{Batch * Cout * OutPix, 0, 0, (Batch * Cout * OutPix + Cout) * Elem};
+    Out.Kernels.push_back(kernels::streaming("conv bias grad", Bias, D, T, Cfg));
+  }
+  return Out;
+}
 
 PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, DType T,
                                 const Config &Cfg, GemmMemo *Memo, const PhaseTime *Roof) {

@@ -195,6 +195,32 @@ std::optional<GemmShape> productShape(const Node &N);
 /// or when a dim is unknown or the batch has no exact formula.
 std::optional<std::array<sym::Count, 4>> productDims(const Node &N);
 
+/// A convolution as the kernel model times it: Batch images of Cin
+/// channels over InPix pixels into Cout channels over OutPix, Taps filter
+/// taps, Groups groups, the strides' product, and whether Winograd applies
+/// (2-D, 3x3, stride and dilation 1, one group).
+struct ConvGeometry {
+  double Batch = 0, Cin = 0, Cout = 0, Groups = 1, InPix = 1, OutPix = 1, Taps = 1,
+         Strides = 1;
+  bool Winograd = false;
+};
+/// Which inputs of a convolution its backward computes gradients of.
+struct ConvGrads {
+  bool X = false, W = false, Bias = false;
+};
+/// Conv node N's geometry from its shapes: its weight and every dim of its
+/// input and output known, the batch (dim 0) too when BatchKnown (else
+/// Batch is -1 where it is not known: the planner's formula in the batch).
+std::optional<ConvGeometry> convGeometry(const Node &N, bool BatchKnown = true);
+/// The kernels of a convolution's forward (Bwd = false) or backward phase
+/// (see the header): implicit GEMMs on DefaultUnit (CUDA cores when the
+/// channels do not suit tensor cores), Elem bytes per element; Streaming,
+/// the phase's counts, times the depthwise case.
+PhaseKernels convPhase(const ConvGeometry &G, bool Bwd, const ConvGrads &Grads,
+                       const PhaseCost &Streaming, const Device &D, DType T,
+                       const Config &Cfg, const MathUnit &DefaultUnit, double Elem,
+                       GemmMemo *Memo);
+
 /// The kernels of Node N's forward (Bwd = false) or backward phase, with
 /// NC's counts; falls back to one streaming kernel for ops without a rule.
 /// Memo (optional) keeps products timed across calls on the same device;
