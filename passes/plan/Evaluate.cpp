@@ -113,6 +113,9 @@ void Planner::placeSlots(Workspace &W) {
     } else if (Kernels && X.Conv) {
       convTimes(W, X, Mb, Kind, T, F, Bc, G.SlotTF[Slot], G.SlotTB[Slot], G.SlotLF[Slot],
                 G.SlotLB[Slot]);
+    } else if (Kernels && X.Recurrent) {
+      recurrentTimes(W, X, Mb, Kind, T, G.SlotTF[Slot], G.SlotTB[Slot], G.SlotLF[Slot],
+                     G.SlotLB[Slot]);
     } else {
       PhaseTime PF = placeOnDevice(F, Dev, X.Type, Cfg);
       PhaseTime PB = X.NeedsBackward ? placeOnDevice(Bc, Dev, X.Type, Cfg) : PhaseTime();
@@ -213,8 +216,8 @@ void Planner::convTimes(Workspace &W, const Position &X, double Mb, unsigned Kin
   // sharding says: a column split divides its output channels, a row split
   // its input channels, another split the batch. A grouped convolution's
   // channel split divides its groups (a depthwise one stays depthwise).
-  ConvGeometry Geo = Convs[X.ConvIdx].Geo;
-  Geo.Batch = Convs[X.ConvIdx].Batch.at(Mb);
+  ConvGeometry Geo = Convs[X.ShapeIdx].Geo;
+  Geo.Batch = Convs[X.ShapeIdx].Batch.at(Mb);
   if ((Kind == 1 || Kind == 2) && Geo.Groups > 1) {
     Geo.Groups /= T;
     Geo.Cin /= T;
@@ -228,11 +231,32 @@ void Planner::convTimes(Workspace &W, const Position &X, double Mb, unsigned Kin
   }
   MathUnit U = mathUnit(Dev, X.Type, Cfg);
   double Elem = dtypeBytes(X.Type);
-  ConvGrads Grads{X.GradA, X.GradB, X.GradBias};
+  ConvGrads Grads{X.GradA, X.GradB, X.GradC};
   PhaseKernels PF = convPhase(Geo, false, Grads, F, Dev, X.Type, Cfg, U, Elem, &W.Memo);
   PhaseKernels PB = X.NeedsBackward
                         ? convPhase(Geo, true, Grads, B, Dev, X.Type, Cfg, U, Elem, &W.Memo)
                         : PhaseKernels();
+  Fwd = PF.seconds();
+  Bwd = PB.seconds();
+  FwdLaunches = PF.launches();
+  BwdLaunches = PB.launches();
+}
+
+void Planner::recurrentTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,
+                             unsigned T, double &Fwd, double &Bwd, double &FwdLaunches,
+                             double &BwdLaunches) {
+  // The layer at micro-batch Mb; a split divides its sequences (no sharding
+  // rule splits a recurrent layer's weights).
+  RecurrentGeometry Geo = Recurrents[X.ShapeIdx].Geo;
+  Geo.Batch = Recurrents[X.ShapeIdx].Batch.at(Mb);
+  if (Kind != 0)
+    Geo.Batch /= T;
+  MathUnit U = mathUnit(Dev, X.Type, Cfg);
+  double Elem = dtypeBytes(X.Type);
+  RecurrentGrads Grads{X.GradA, X.GradB, X.GradC};
+  PhaseKernels PF = recurrentPhase(Geo, false, Grads, Dev, U, Elem, &W.Memo);
+  PhaseKernels PB = X.NeedsBackward ? recurrentPhase(Geo, true, Grads, Dev, U, Elem, &W.Memo)
+                                    : PhaseKernels();
   Fwd = PF.seconds();
   Bwd = PB.seconds();
   FwdLaunches = PF.launches();
@@ -739,6 +763,14 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
   A.Ckpt.assign(P, 0);
   A.SegMax.assign(P, 0);
   A.Frozen.assign(P, 0);
+  A.LastReady.assign(P, 0);
+  for (unsigned S = 0; S < P; ++S) {
+    // Chunk S is stage S's first: its backward runs last.
+    auto Q = std::lower_bound(ParamPos.begin(), ParamPos.end(), uint32_t(StartOf(S)));
+    if (Q != ParamPos.end() && *Q < Ends[S])
+      A.LastReady[S] = TP.PreOwn[*Q + 1] - TP.PreOwn[*Q] +
+                       (TP.PreSplit[*Q + 1] - TP.PreSplit[*Q]) / Gr.T;
+  }
   bool ParamsExact = TP.ParamsExact;
   bool ActExact = R == 0 ? Gr.AExact : R == 1 ? Gr.ASExact : Gr.AExact && Gr.CkExact;
   for (unsigned Ch = 0; Ch < Chunks; ++Ch) {
@@ -822,8 +854,9 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   E.TPCollectivesPerStep = Gr.TPCount;
   E.TPCollectivesPerStep *= PC.M;
   double Pipeline = evalPipeline(PC, A, L, E);
-  double WorstParamCount = evalMemory(PC, A, *Gr.TP, E);
-  evalUpdate(PC, A, L, WorstParamCount, Pipeline, E);
+  unsigned Worst = 0;
+  double WorstParamCount = evalMemory(PC, A, *Gr.TP, E, Worst);
+  evalUpdate(PC, A, L, WorstParamCount, A.LastReady[Worst], Pipeline, E);
   int R = PC.Recomp == Config::Recompute::Full ? 2 : PC.Recomp == Config::Recompute::Selective ? 1 : 0;
   E.ModelFlops = Gr.ModelFlops * PC.M * PC.D;
   E.MatrixFlops = Gr.MatrixFlops[R] * PC.M * PC.D;
@@ -875,7 +908,7 @@ double Planner::evalPipeline(const PlanConfig &PC, const StageAgg &A, const Link
 }
 
 double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP,
-                           PlanEval &E) const {
+                           PlanEval &E, unsigned &Worst) const {
   // Memory of the fullest stage.
   double WorstMem = 0, WorstParams = 0, WorstAct = 0, WorstParamCount = 0;
   OptimizerCost O = optimizerCost(Cfg.Opt);
@@ -900,6 +933,7 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan
       WorstParams = P * PerParam + Frozen;
       WorstAct = Act;
       WorstParamCount = P;
+      Worst = S;
     }
   }
   // ZeRO-3 holds a parameter whole only while it is used: the tensor in
@@ -935,7 +969,8 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan
 }
 
 void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
-                         double WorstParamCount, double Pipeline, PlanEval &E) const {
+                         double WorstParamCount, double LastReady, double Pipeline,
+                         PlanEval &E) const {
   // Data parallel: gradients of the fullest stage, ring all-reduce over d.
   double GradBytes = WorstParamCount * WBytes;
   double DPBw = groupBandwidth(PC.T, PC.D), DPLat = linkLatency(L.DPInter);
@@ -956,7 +991,14 @@ void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L
   } else {
     E.DPSeconds = collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, DPBw, DPLat);
   }
-  double Hidden = Opts.OverlapGradReduce ? std::min(E.DPSeconds, A.Bwd) : 0.0;
+  // Overlapped, each gradient's reduction starts when the backward has
+  // computed it: all but the share of the gradient ready last (the stage's
+  // first weights: an embedding, or a whole recurrent layer) can hide
+  // behind the backward that is left.
+  E.DPLastReadyShare = WorstParamCount > 0 ? std::min(1.0, LastReady / WorstParamCount) : 0.0;
+  double Hidden = Opts.OverlapGradReduce
+                      ? std::min(E.DPSeconds * (1 - E.DPLastReadyShare), A.Bwd)
+                      : 0.0;
   E.DPExposedSeconds = E.DPSeconds - Hidden;
   E.OverlapSlowdownSeconds = Hidden * Opts.OverlapSlowdown;
   // Shared weights on several stages: their copies' gradients all-reduced

@@ -82,6 +82,9 @@ struct PlanEval {
   double P2PSeconds = 0;
   double BubbleSeconds = 0;
   double DPSeconds = 0, DPExposedSeconds = 0, OverlapSlowdownSeconds = 0;
+  /// The share of the fullest stage's gradient its backward computes last
+  /// (its first weights): overlapped or not, its reduction is exposed.
+  double DPLastReadyShare = 0;
   /// Gradient all-reduce of weights shared across pipeline stages (a tied
   /// embedding), after the backward.
   double TiedSyncSeconds = 0;

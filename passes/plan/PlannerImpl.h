@@ -101,11 +101,13 @@ struct Position {
   /// as `analyze` does.
   bool Product = false, GradA = false, GradB = false;
   uint32_t GemmIdx = 0;
-  /// A convolution whose every dim but the batch is known: its geometry
-  /// (Planner::Convs[ConvIdx]); GradA and GradB are its input's and
-  /// weight's gradients, GradBias its bias's. The kernel model times it.
-  bool Conv = false, GradBias = false;
-  uint32_t ConvIdx = 0;
+  /// A convolution or a recurrent layer whose every dim but the batch is
+  /// known: its geometry (Planner::Convs or Planner::Recurrents[ShapeIdx]);
+  /// GradA, GradB and GradC are its first three inputs' gradients (a
+  /// convolution's bias, a recurrent layer's recurrent weights). The kernel
+  /// model times it.
+  bool Conv = false, Recurrent = false, GradC = false;
+  uint32_t ShapeIdx = 0;
 };
 using GemmDims = std::array<BatchPoly, 4>;
 
@@ -180,6 +182,10 @@ struct StageAgg {
   double MaxBoundary = 0;
   std::vector<double> Params, SplitParams, Act, Ckpt, SegMax; ///< per stage
   std::vector<double> Frozen; ///< per stage: frozen weight elements on a device
+  /// Per stage: the weight elements on a device whose gradient is ready
+  /// last in the backward (the first chunk's first weight-holding
+  /// position's): their all-reduce has no backward left to hide behind.
+  std::vector<double> LastReady;
   /// Copies of shared weights held by stages other than their owner's
   /// (unsplit, and split t ways), per stage.
   std::vector<double> CopyParams, CopySplit;
@@ -391,6 +397,13 @@ private:
     ConvGeometry Geo;
   };
   std::vector<ConvDims> Convs;
+  /// A recurrent layer's geometry with its batch as a formula in the
+  /// micro-batch (Position::Recurrent).
+  struct RecurrentDims {
+    BatchPoly Batch;
+    RecurrentGeometry Geo;
+  };
+  std::vector<RecurrentDims> Recurrents;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   std::vector<BatchPoly> SavedAff, SelAff, CkAff;
   std::vector<size_t> CutPos;           ///< positions with Cut, ascending
@@ -458,12 +471,19 @@ private:
   /// with its bodies' K kernels (NestedKernels), not one.
   void nestedKernels(const std::array<double, 2> &K, bool Kernels, double &Fwd, double &Bwd,
                      double &FwdLaunches, double &BwdLaunches) const;
+  /// Position X's convolution or recurrent layer geometry (Convs,
+  /// Recurrents) when every dim but the batch is known.
+  void takeKernelGeometry(const NodeCost &NC, Position &X);
   /// A convolution's forward and backward time by the kernel model, at
   /// micro-batch Mb and degree T (Kind: its slot's split kind); F and B
   /// its phases' counts (the depthwise case streams them).
   void convTimes(Workspace &W, const Position &X, double Mb, unsigned Kind, unsigned T,
                  const PhaseCost &F, const PhaseCost &B, double &Fwd, double &Bwd,
                  double &FwdLaunches, double &BwdLaunches);
+  /// A recurrent layer's forward and backward time by the kernel model, at
+  /// micro-batch Mb and degree T (a split divides its batch).
+  void recurrentTimes(Workspace &W, const Position &X, double Mb, unsigned Kind, unsigned T,
+                      double &Fwd, double &Bwd, double &FwdLaunches, double &BwdLaunches);
   /// A control-flow position's slot times with its bodies' products timed
   /// by the kernel model (NestedProducts) and the rest streamed.
   void nestedSlot(Workspace &W, const Position &X, const std::vector<NestedProduct> &Prods,
@@ -515,11 +535,12 @@ private:
   /// Returns the pipeline's time (micro-batches and bubble).
   double evalPipeline(const PlanConfig &PC, const StageAgg &A, const Links &L,
                       PlanEval &E) const;
-  /// Returns the fullest stage's parameter count.
-  double evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP,
-                    PlanEval &E) const;
+  /// Returns the fullest stage's parameter count, and that stage in Worst.
+  double evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP, PlanEval &E,
+                    unsigned &Worst) const;
   void evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
-                  double WorstParamCount, double Pipeline, PlanEval &E) const;
+                  double WorstParamCount, double LastReady, double Pipeline,
+                  PlanEval &E) const;
   /// A configuration to evaluate on N devices.
   struct Job {
     PlanConfig C;

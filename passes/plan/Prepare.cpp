@@ -70,6 +70,41 @@ BatchPoly Planner::bytesOf(const Value *V) const {
   return BatchPoly::constant(valueBytes(V, FloatBytes));
 }
 
+namespace {
+/// A dim as a formula in the micro-batch, if it has one.
+std::optional<BatchPoly> batchDim(const Dim &D, llvm::StringRef BatchSymbol) {
+  if (D.isKnown())
+    return batchPoly(sym::Count(double(D.extent())), BatchSymbol);
+  if (!D.isDetermined())
+    return std::nullopt;
+  sym::CountScope Scope;
+  return batchPoly(sym::Count::of(D.expr()), BatchSymbol);
+}
+} // namespace
+
+void Planner::takeKernelGeometry(const NodeCost &NC, Position &X) {
+  const Node &N = *NC.N;
+  if (auto Geo = convGeometry(N, /*BatchKnown=*/false)) {
+    if (auto Batch = batchDim(N.input(0)->Shp->Dims[0], BatchSymbol)) {
+      X.Conv = true;
+      X.ShapeIdx = uint32_t(Convs.size());
+      Convs.push_back({*Batch, *Geo});
+    }
+  } else if (auto Geo = recurrentGeometry(N, /*BatchKnown=*/false)) {
+    unsigned BatchAxis = N.attrInt("layout", 0) == 1 ? 0 : 1;
+    if (auto Batch = batchDim(N.input(0)->Shp->Dims[BatchAxis], BatchSymbol)) {
+      X.Recurrent = true;
+      X.ShapeIdx = uint32_t(Recurrents.size());
+      Recurrents.push_back({*Batch, *Geo});
+    }
+  }
+  if (X.Conv || X.Recurrent) {
+    X.GradA = NC.inputNeedsGrad(0);
+    X.GradB = NC.inputNeedsGrad(1);
+    X.GradC = NC.inputNeedsGrad(2);
+  }
+}
+
 llvm::Error Planner::takePolynomials(const CostResult &Sym) {
   const Graph &G = *M1->Main;
   size_t N = G.Nodes.size();
@@ -181,27 +216,10 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
         NestedProducts[uint32_t(*P)].push_back(NP);
       }
     }
-    // A convolution's geometry, its batch a formula in the micro-batch.
+    // A convolution's or a recurrent layer's geometry, its batch a formula
+    // in the micro-batch.
     if (NC.N->Parent == &G)
-      if (auto Geo = convGeometry(*NC.N, /*BatchKnown=*/false)) {
-        const Dim &B0 = NC.N->input(0)->Shp->Dims[0];
-        std::optional<BatchPoly> Batch;
-        if (B0.isKnown())
-          Batch = batchPoly(sym::Count(double(B0.extent())), BatchSymbol);
-        else if (B0.isDetermined()) {
-          sym::CountScope Scope;
-          Batch = batchPoly(sym::Count::of(B0.expr()), BatchSymbol);
-        }
-        if (Batch) {
-          Position &X = Pos[*P];
-          X.Conv = true;
-          X.ConvIdx = uint32_t(Convs.size());
-          Convs.push_back({*Batch, *Geo});
-          X.GradA = NC.inputNeedsGrad(0);
-          X.GradB = NC.inputNeedsGrad(1);
-          X.GradBias = NC.inputNeedsGrad(2);
-        }
-      }
+      takeKernelGeometry(NC, Pos[*P]);
   }
   // A position with body nodes launches its own node's kernels too (a
   // Loop or If itself costs nothing).
@@ -591,19 +609,30 @@ void Planner::classifyPositions() {
     }
     auto Nested = NestedKernels.find(uint32_t(P));
     Ky.Kernels = Nested == NestedKernels.end() ? std::array<double, 2>{} : Nested->second;
-    if (X.Conv) {
-      // The geometry with the batch's coefficients, marked apart from a
-      // product's dims by a last entry of -1.
-      const ConvDims &Cd = Convs[X.ConvIdx];
-      const ConvGeometry &Geo = Cd.Geo;
+    if (X.Conv || X.Recurrent) {
+      // The geometry with the batch's coefficients and the gradients,
+      // marked apart from a product's dims by a last entry of -1 (a
+      // convolution) or -2 (a recurrent layer).
       size_t J = 0;
-      for (double C : Cd.Batch.C)
-        Ky.Gemm[J++] = C;
-      for (double V : {Geo.Cin, Geo.Cout, Geo.Groups, Geo.InPix, Geo.OutPix, Geo.Taps,
-                       Geo.Strides, double(Geo.Winograd), double(X.GradA), double(X.GradB),
-                       double(X.GradBias)})
-        Ky.Gemm[J++] = V;
-      Ky.Gemm.back() = -1;
+      auto Put = [&](const BatchPoly &Batch, std::initializer_list<double> Vs) {
+        for (double C : Batch.C)
+          Ky.Gemm[J++] = C;
+        for (double V : Vs)
+          Ky.Gemm[J++] = V;
+        for (bool Grad : {X.GradA, X.GradB, X.GradC})
+          Ky.Gemm[J++] = double(Grad);
+      };
+      if (X.Conv) {
+        const ConvDims &Cd = Convs[X.ShapeIdx];
+        const ConvGeometry &Geo = Cd.Geo;
+        Put(Cd.Batch, {Geo.Cin, Geo.Cout, Geo.Groups, Geo.InPix, Geo.OutPix, Geo.Taps,
+                       Geo.Strides, double(Geo.Winograd)});
+      } else {
+        const RecurrentDims &Rd = Recurrents[X.ShapeIdx];
+        const RecurrentGeometry &Geo = Rd.Geo;
+        Put(Rd.Batch, {Geo.Steps, Geo.Input, Geo.Dirs, Geo.Hidden, Geo.Gates});
+      }
+      Ky.Gemm.back() = X.Conv ? -1 : -2;
     }
     // A position with products in its bodies (rare) is a class of its own.
     if (NestedProducts.count(uint32_t(P)))

@@ -118,8 +118,15 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
     OS << formatv("  - data parallel x{0}: the gradient all-reduce ({1}, ring 2(d-1)/d of "
                   "the gradient bytes on the {2} link) {3}; {4} stays exposed.\n",
                   W.C.D, ms(W.DPSeconds), W.DPTier,
-                  R.Opts.OverlapGradReduce ? "overlaps the last micro-batch's backward"
-                                           : "runs after the backward (--overlap-grad-reduce=false)",
+                  !R.Opts.OverlapGradReduce
+                      ? std::string("runs after the backward (--overlap-grad-reduce=false)")
+                  : W.DPLastReadyShare < 0.005
+                      ? std::string("overlaps the last micro-batch's backward")
+                      : formatv("overlaps the last micro-batch's backward but for the "
+                                "{0:P0} of the gradient it computes last (the stage's first "
+                                "weights), reduced after it",
+                                W.DPLastReadyShare)
+                            .str(),
                   ms(W.DPExposedSeconds));
   if (W.C.T > 1)
     OS << formatv("  - tensor parallel x{0} on the {1} link: {2} collective(s) per step on "
@@ -190,6 +197,7 @@ llvm::json::Object evalJson(const PlanEval &E) {
       {"p2p_seconds", E.P2PSeconds},
       {"dp_seconds", E.DPSeconds},
       {"dp_exposed_seconds", E.DPExposedSeconds},
+      {"dp_last_ready_share", E.DPLastReadyShare},
       {"overlap_slowdown_seconds", E.OverlapSlowdownSeconds},
       {"tied_sync_seconds", E.TiedSyncSeconds},
       {"optimizer_seconds", E.OptimizerSeconds},

@@ -356,47 +356,13 @@ bool convKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   return true;
 }
 
-/// LSTM/GRU/RNN: see the header. Steps = T * directions.
-bool recurrentKernels(const KernelContext &C, bool Bwd, double Gates, PhaseKernels &Out) {
-  const kernels::Constants &K = kernels::constants();
-  const Node &N = *C.NC.N;
-  const Shape *X = C.shape(0), *W = C.shape(1);
-  if (!X || !W || X->rank() != 3 || W->rank() != 3)
+/// LSTM/GRU/RNN (see the header), from its shapes.
+bool recurrentKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
+  std::optional<RecurrentGeometry> G = recurrentGeometry(*C.NC.N);
+  if (!G || !(G->Batch >= 0))
     return false;
-  bool BatchFirst = N.attrInt("layout", 0) == 1;
-  double T = dim(*X, BatchFirst ? 1 : 0), B = dim(*X, BatchFirst ? 0 : 1);
-  double I = dim(*X, 2), Dirs = dim(*W, 0);
-  double H = double(N.attrInt("hidden_size", int64_t(dim(*W, 1) / Gates)));
-  double GH = Gates * H, Launch = C.D.LaunchOverhead, Overhead = C.D.perKernelOverhead();
-  // One step: the recurrent product, slower than a plain GEMM of its shape
-  // (the dependency leaves no time to stage operands), the gates'
-  // element-wise kernel, and the step's synchronization: two launches.
-  double Gate = K.GatePasses * B * GH * C.Elem / (C.D.MemBandwidth * K.MemEff) + Overhead;
-  auto Recurrence = [&](const char *Name, GemmShape S) {
-    KernelTime Step = C.gemm(Name, S);
-    double Product = (Step.Seconds - Overhead) / K.RecurrentEff + Overhead;
-    KernelTime Steps;
-    Steps.Name = Name;
-    Steps.Count = 2 * T * Dirs;
-    Steps.Seconds = T * Dirs * (Product + Gate + K.StepSync);
-    double Floor = 2 * Launch + K.StepSync;
-    Steps.Why = Floor > Product + Gate - 2 * Overhead ? Limit::Launch
-                : Step.Why == Limit::Compute        ? Limit::Recurrence
-                                                    : Step.Why;
-    return Steps;
-  };
-  if (!Bwd) {
-    Out.Kernels.push_back(C.gemm("input projection", {Dirs, T * B, GH, I}));
-    Out.Kernels.push_back(Recurrence("recurrence", {1, B, GH, H}));
-    return true;
-  }
-  Out.Kernels.push_back(Recurrence("recurrence backward", {1, B, H, GH}));
-  if (C.NC.inputNeedsGrad(0))
-    Out.Kernels.push_back(C.gemm("input gradient", {Dirs, T * B, I, GH}));
-  if (C.NC.inputNeedsGrad(1))
-    Out.Kernels.push_back(C.gemm("dW (input weights)", {Dirs, GH, I, T * B}));
-  if (C.NC.inputNeedsGrad(2))
-    Out.Kernels.push_back(C.gemm("dR (recurrent weights)", {Dirs, GH, H, T * B}));
+  RecurrentGrads Grads{C.NC.inputNeedsGrad(0), C.NC.inputNeedsGrad(1), C.NC.inputNeedsGrad(2)};
+  Out = recurrentPhase(*G, Bwd, Grads, C.D, C.Unit, C.Elem, C.Memo);
   return true;
 }
 
@@ -512,6 +478,75 @@ PhaseKernels ridge::convPhase(const ConvGeometry &G, bool Bwd, const ConvGrads &
   return Out;
 }
 
+std::optional<RecurrentGeometry> ridge::recurrentGeometry(const Node &N, bool BatchKnown) {
+  if (!N.Domain.empty())
+    return std::nullopt;
+  double Gates = N.OpType == "LSTM" ? 4 : N.OpType == "GRU" ? 3 : N.OpType == "RNN" ? 1 : 0;
+  if (Gates == 0)
+    return std::nullopt;
+  const Value *XV = N.input(0);
+  const Shape *W = knownShape(N.input(1));
+  if (!XV || !XV->Shp || !W || XV->Shp->rank() != 3 || W->rank() != 3)
+    return std::nullopt;
+  const Shape &X = *XV->Shp;
+  bool BatchFirst = N.attrInt("layout", 0) == 1;
+  size_t BatchAxis = BatchFirst ? 0 : 1, StepAxis = BatchFirst ? 1 : 0;
+  // Every dim known but the batch, which BatchKnown asks for too.
+  for (size_t I = 0; I < 3; ++I)
+    if ((BatchKnown || I != BatchAxis) && !X.Dims[I].isKnown())
+      return std::nullopt;
+  RecurrentGeometry G;
+  G.Steps = dim(X, StepAxis);
+  G.Batch = X.Dims[BatchAxis].isKnown() ? dim(X, BatchAxis) : -1;
+  G.Input = dim(X, 2);
+  G.Dirs = dim(*W, 0);
+  G.Gates = Gates;
+  G.Hidden = double(N.attrInt("hidden_size", int64_t(dim(*W, 1) / Gates)));
+  return G;
+}
+
+PhaseKernels ridge::recurrentPhase(const RecurrentGeometry &G, bool Bwd,
+                                   const RecurrentGrads &Grads, const Device &D,
+                                   const MathUnit &Unit, double Elem, GemmMemo *Memo) {
+  const kernels::Constants &K = kernels::constants();
+  PhaseKernels Out;
+  double T = G.Steps, B = G.Batch, I = G.Input, Dirs = G.Dirs, H = G.Hidden;
+  double GH = G.Gates * H, Launch = D.LaunchOverhead, Overhead = D.perKernelOverhead();
+  auto Gemm = [&](const char *Name, const GemmShape &S) {
+    return memoGemm(Name, S, Unit, D, Elem, Memo);
+  };
+  // One step: the recurrent product, slower than a plain GEMM of its shape
+  // (the dependency leaves no time to stage operands), the gates'
+  // element-wise kernel, and the step's synchronization: two launches.
+  double Gate = K.GatePasses * B * GH * Elem / (D.MemBandwidth * K.MemEff) + Overhead;
+  auto Recurrence = [&](const char *Name, GemmShape S) {
+    KernelTime Step = Gemm(Name, S);
+    double Product = (Step.Seconds - Overhead) / K.RecurrentEff + Overhead;
+    KernelTime Steps;
+    Steps.Name = Name;
+    Steps.Count = 2 * T * Dirs;
+    Steps.Seconds = T * Dirs * (Product + Gate + K.StepSync);
+    double Floor = 2 * Launch + K.StepSync;
+    Steps.Why = Floor > Product + Gate - 2 * Overhead ? Limit::Launch
+                : Step.Why == Limit::Compute        ? Limit::Recurrence
+                                                    : Step.Why;
+    return Steps;
+  };
+  if (!Bwd) {
+    Out.Kernels.push_back(Gemm("input projection", {Dirs, T * B, GH, I}));
+    Out.Kernels.push_back(Recurrence("recurrence", {1, B, GH, H}));
+    return Out;
+  }
+  Out.Kernels.push_back(Recurrence("recurrence backward", {1, B, H, GH}));
+  if (Grads.X)
+    Out.Kernels.push_back(Gemm("input gradient", {Dirs, T * B, I, GH}));
+  if (Grads.W)
+    Out.Kernels.push_back(Gemm("dW (input weights)", {Dirs, GH, I, T * B}));
+  if (Grads.R)
+    Out.Kernels.push_back(Gemm("dR (recurrent weights)", {Dirs, GH, H, T * B}));
+  return Out;
+}
+
 PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, DType T,
                                 const Config &Cfg, GemmMemo *Memo, const PhaseTime *Roof) {
   PhaseKernels Out;
@@ -534,12 +569,8 @@ PhaseKernels ridge::nodeKernels(const NodeCost &NC, bool Bwd, const Device &D, D
       Done = productKernels(C, Bwd, Out);
     else if (Op == "Conv")
       Done = convKernels(C, Bwd, Out);
-    else if (Op == "LSTM")
-      Done = recurrentKernels(C, Bwd, 4, Out);
-    else if (Op == "GRU")
-      Done = recurrentKernels(C, Bwd, 3, Out);
-    else if (Op == "RNN")
-      Done = recurrentKernels(C, Bwd, 1, Out);
+    else if (Op == "LSTM" || Op == "GRU" || Op == "RNN")
+      Done = recurrentKernels(C, Bwd, Out);
     // A Gemm's bias and scaling run in the product kernels' epilogue.
     if (Done)
       return Out;

@@ -221,6 +221,28 @@ PhaseKernels convPhase(const ConvGeometry &G, bool Bwd, const ConvGrads &Grads,
                        const Config &Cfg, const MathUnit &DefaultUnit, double Elem,
                        GemmMemo *Memo);
 
+/// A recurrent layer (LSTM: 4 gates, GRU: 3, RNN: 1) as the kernel model
+/// times it: Steps dependent steps of Batch sequences, Input features into
+/// Hidden units per direction.
+struct RecurrentGeometry {
+  double Steps = 0, Batch = 0, Input = 0, Dirs = 1, Hidden = 0, Gates = 1;
+};
+/// Which inputs of a recurrent layer its backward computes gradients of:
+/// X, the input weights W, the recurrent weights R.
+struct RecurrentGrads {
+  bool X = false, W = false, R = false;
+};
+/// LSTM/GRU/RNN node N's geometry from its shapes: its weight and every dim
+/// of its input known, the batch too when BatchKnown (else Batch is -1
+/// where it is not known: the planner's formula in the batch).
+std::optional<RecurrentGeometry> recurrentGeometry(const Node &N, bool BatchKnown = true);
+/// The kernels of a recurrent layer's forward or backward phase (see the
+/// header): the input projection batched over the steps, then per step the
+/// recurrent product, the gates and the step's synchronization.
+PhaseKernels recurrentPhase(const RecurrentGeometry &G, bool Bwd, const RecurrentGrads &Grads,
+                            const Device &D, const MathUnit &Unit, double Elem,
+                            GemmMemo *Memo);
+
 /// The kernels of Node N's forward (Bwd = false) or backward phase, with
 /// NC's counts; falls back to one streaming kernel for ops without a rule.
 /// Memo (optional) keeps products timed across calls on the same device;
