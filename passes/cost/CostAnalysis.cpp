@@ -517,15 +517,20 @@ bool integerMath(const Node &N) {
           Op == "DynamicQuantizeMatMul" || Op == "QAttention" || Op == "QGemm");
 }
 
-/// The DequantizeLinear (default domain) of an integer tensor that produces
-/// V, if V is one.
-const Node *dequantizedFromInteger(const Value *V) {
+bool isFloat8(DType T) {
+  return T == DType::Float8E4M3FN || T == DType::Float8E4M3FNUZ || T == DType::Float8E5M2 ||
+         T == DType::Float8E5M2FNUZ;
+}
+
+/// The DequantizeLinear (default domain) of an integer or float8 tensor that
+/// produces V, if V is one.
+const Node *dequantizedFromQuantized(const Value *V) {
   const Node *P = V ? V->producer() : nullptr;
   if (!P || !P->Domain.empty() || P->OpType != "DequantizeLinear" || !P->input(0))
     return nullptr;
   DType T = P->input(0)->Elem;
   return T == DType::Int8 || T == DType::UInt8 || T == DType::Int4 || T == DType::UInt4 ||
-                 T == DType::Int16 || T == DType::UInt16
+                 T == DType::Int16 || T == DType::UInt16 || isFloat8(T)
              ? P
              : nullptr;
 }
@@ -539,16 +544,19 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
   if (!N.Domain.empty() ||
       (Op != "Conv" && Op != "ConvTranspose" && Op != "MatMul" && Op != "Gemm"))
     return;
-  bool WeightQuantized = false, ActivationQuantized = false;
+  // The stored types of a dequantized weight and activation (Undefined:
+  // not dequantized from a quantized type).
+  DType WeightQuantized = DType::Undefined, ActivationQuantized = DType::Undefined;
   for (unsigned I = 0; I < N.Inputs.size() && I < 2; ++I) {
-    const Node *DQ = dequantizedFromInteger(N.Inputs[I]);
+    const Node *DQ = dequantizedFromQuantized(N.Inputs[I]);
     if (!DQ)
       continue;
     if (!R.Constants.count(N.Inputs[I])) {
-      ActivationQuantized = true; // a runtime tensor, quantized then dequantized
+      // A runtime tensor, quantized then dequantized.
+      ActivationQuantized = DQ->input(0)->Elem;
       continue;
     }
-    WeightQuantized = true;
+    WeightQuantized = DQ->input(0)->Elem;
     sym::Count Stored = 0;
     for (const Value *In : DQ->Inputs)
       Stored += In ? sizeCount(In) : sym::Count(0);
@@ -565,7 +573,14 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
       NC.setSavedBytes(0);
     }
   }
-  NC.IntegerMath |= WeightQuantized && ActivationQuantized;
+  // Both operands quantized: a runtime multiplies them as stored, integers
+  // on the int8 units, float8 on the float8 units (mixed: dequantized).
+  if (WeightQuantized == DType::Undefined || ActivationQuantized == DType::Undefined)
+    return;
+  if (!isFloat8(WeightQuantized) && !isFloat8(ActivationQuantized))
+    NC.QuantizedMath = DType::Int8;
+  else if (isFloat8(WeightQuantized) && isFloat8(ActivationQuantized))
+    NC.QuantizedMath = WeightQuantized;
 }
 
 void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackward) {
@@ -621,7 +636,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   }
   NC.Modeled = NC.unmodeled().empty();
   if (NC.Modeled)
-    NC.IntegerMath = integerMath(N);
+    NC.QuantizedMath = integerMath(N) ? DType::Int8 : DType::Undefined;
   if (NC.Modeled && Cfg.Inference)
     fuseDequantizedWeights(N, NC);
   // A cache append in place reads the new keys or values and writes them

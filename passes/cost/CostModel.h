@@ -170,10 +170,12 @@ struct NodeCost {
   /// Bit I: input I (I < 8) needs a gradient (which backward kernels run).
   uint8_t GradInputs = 0;
   bool inputNeedsGrad(unsigned I) const { return I < 8 && (GradInputs >> I & 1); }
-  /// The product multiplies integers: QLinearConv, ConvInteger, ... or, in
-  /// inference, a product of two dequantized int8 operands (a QDQ pair that
-  /// a runtime fuses): timed at the device's int8 rate.
-  bool IntegerMath = false;
+  /// The type a quantized product multiplies in (Undefined: as stored):
+  /// Int8 for QLinearConv, ConvInteger, ... or, in inference, a product of
+  /// two dequantized integer operands (a QDQ pair that a runtime fuses);
+  /// the weight's float8 type for two dequantized float8 operands. Timed at
+  /// the device's rate for that type.
+  DType QuantizedMath = DType::Undefined;
 
 private:
   uint32_t SavedBits = 0; ///< bit P: operand position P is kept

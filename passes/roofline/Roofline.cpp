@@ -132,11 +132,11 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   GemmMemo Memo;
   for (const NodeCost &NC : C->Nodes) {
     NodeRoofline NR;
-    // The op's arithmetic type: int8 for integer products, else --dtype,
-    // else its first floating output.
+    // The op's arithmetic type: a quantized product's (int8, float8), else
+    // --dtype, else its first floating output.
     DType Ty = Cfg.ComputeDType.value_or(DType::Float);
-    if (NC.IntegerMath)
-      Ty = DType::Int8;
+    if (NC.QuantizedMath != DType::Undefined)
+      Ty = NC.QuantizedMath;
     else if (!Cfg.ComputeDType)
       for (const Value *V : NC.N->Outputs)
         if (V && isFloatingPoint(V->Elem)) {
