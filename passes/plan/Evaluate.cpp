@@ -209,6 +209,17 @@ void Planner::nestedSlot(Workspace &W, const Position &X,
   }
 }
 
+namespace {
+/// A slot's forward and backward seconds and launches from its kernels.
+void takeTimes(const PhaseKernels &F, const PhaseKernels &B, double &Fwd, double &Bwd,
+               double &FwdLaunches, double &BwdLaunches) {
+  Fwd = F.seconds();
+  Bwd = B.seconds();
+  FwdLaunches = F.launches();
+  BwdLaunches = B.launches();
+}
+} // namespace
+
 void Planner::convTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,
                         unsigned T, const PhaseCost &F, const PhaseCost &B, double &Fwd,
                         double &Bwd, double &FwdLaunches, double &BwdLaunches) {
@@ -236,10 +247,7 @@ void Planner::convTimes(Workspace &W, const Position &X, double Mb, unsigned Kin
   PhaseKernels PB = X.NeedsBackward
                         ? convPhase(Geo, true, Grads, B, Dev, X.Type, Cfg, U, Elem, &W.Memo)
                         : PhaseKernels();
-  Fwd = PF.seconds();
-  Bwd = PB.seconds();
-  FwdLaunches = PF.launches();
-  BwdLaunches = PB.launches();
+  takeTimes(PF, PB, Fwd, Bwd, FwdLaunches, BwdLaunches);
 }
 
 void Planner::recurrentTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,
@@ -257,10 +265,7 @@ void Planner::recurrentTimes(Workspace &W, const Position &X, double Mb, unsigne
   PhaseKernels PF = recurrentPhase(Geo, false, Grads, Dev, U, Elem, &W.Memo);
   PhaseKernels PB = X.NeedsBackward ? recurrentPhase(Geo, true, Grads, Dev, U, Elem, &W.Memo)
                                     : PhaseKernels();
-  Fwd = PF.seconds();
-  Bwd = PB.seconds();
-  FwdLaunches = PF.launches();
-  BwdLaunches = PB.launches();
+  takeTimes(PF, PB, Fwd, Bwd, FwdLaunches, BwdLaunches);
 }
 
 void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind,
@@ -283,10 +288,7 @@ void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned 
   PhaseKernels B = X.NeedsBackward
                        ? productPhase(S, true, X.GradA, X.GradB, U, Dev, Elem, &W.Memo)
                        : PhaseKernels();
-  Fwd = F.seconds();
-  Bwd = B.seconds();
-  FwdLaunches = F.launches();
-  BwdLaunches = B.launches();
+  takeTimes(F, B, Fwd, Bwd, FwdLaunches, BwdLaunches);
 }
 
 void Planner::sumPositions(Workspace &W) {
