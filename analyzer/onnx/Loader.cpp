@@ -157,6 +157,18 @@ void applyBindings(onnx::ModelProto &Proto, const LoadOptions &Opts) {
                 Bindings, Used, Opts.DimRenames);
 }
 
+/// Drops the shapes a file declares inside G's control-flow bodies, at any
+/// depth: their intermediates, outputs and inputs.
+void forgetBodyShapes(Graph &G) {
+  for (auto &N : G.Nodes)
+    for (Graph *Body : N->subgraphs()) {
+      for (Value &V : Body->Values)
+        if (V.Kind == ValueKind::Intermediate || V.Kind == ValueKind::GraphInput)
+          V.Shp.reset();
+      forgetBodyShapes(*Body);
+    }
+}
+
 /// Applies --input-shape and --dim to the imported IR: the main graph's
 /// inputs, and the shapes the file declares for its outputs and
 /// intermediates. Errors name what is not there.
@@ -180,10 +192,14 @@ Error bindShapes(llvm::StringRef File, Model &M, const LoadOptions &Opts,
                                      "whose shape its data fixes), not an input",
                                      Name));
     // Shapes the file stores for outputs and intermediates were computed for
-    // the old input shape: drop them so shape inference recomputes them.
+    // the old input shape: drop them so shape inference recomputes them;
+    // so were a control-flow body's (its inputs' too: a Loop's carried
+    // state declared at the exported batch; inference types them from the
+    // values they receive).
     for (Value &V : G.Values)
       if (V.Kind == ValueKind::Intermediate)
         V.Shp.reset();
+    forgetBodyShapes(G);
     Shape S;
     for (int64_t D : Dims)
       S.Dims.push_back(D == LoadOptions::SymbolDim ? Dim::symbolic(Opts.SymbolDimName)
