@@ -127,10 +127,10 @@ void checkAnnotatedCopy(const ridge::Model &M) {
   ridge::ModelAnnotations A;
   A.ModelProps = {{"ridge.fuzz", "1"}};
   for (const auto &N : M.Main->Nodes) {
-    std::string Key = "name:" + N->Name;
+    std::string Key = "name:" + N->Name.str();
     for (const ridge::Value *V : N->Outputs)
       if (V) {
-        Key = V->Name;
+        Key = V->Name.str();
         break;
       }
     A.NodeProps[Key] = {{"ridge.seconds", "1e-06"}, {"ridge.bound", "memory"}};
@@ -141,7 +141,7 @@ void checkAnnotatedCopy(const ridge::Model &M) {
       T.ElemType = int32_t(V.Elem);
       for (const ridge::Dim &D : V.Shp->Dims)
         T.Dims.push_back({D.extent(), D.isSymbolic() ? D.str() : ""});
-      A.ValueInfos.emplace_back(V.Name, std::move(T));
+      A.ValueInfos.emplace_back(V.Name.str(), std::move(T));
     }
   std::string Out = Dir + "/annotated.onnx";
   auto Stats = ridge::writeAnnotatedModel(ModelPath, Out, A);
