@@ -551,6 +551,24 @@ void conv(const CostContext &C, RuleCost &Out) {
   const Shape &W = *C.N.input(1)->Shp, &Y = *C.N.output(0)->Shp; // DeformConv too
   if (W.rank() < 3 || Y.rank() != W.rank())
     return unmodeled(Out, "Conv weight and output ranks do not match");
+  // The input's channels, the group count and the weight must agree (ONNX
+  // Runtime refuses the node otherwise): X is [N, C, ...], W [M, C/group, ...].
+  int64_t Group = C.N.attrInt("group", 1);
+  if (Group <= 0)
+    return unmodeled(Out, llvm::formatv("group {0} is not positive", Group).str());
+  const Shape *X = C.N.input(0)->Shp ? &*C.N.input(0)->Shp : nullptr;
+  if (X && X->rank() == W.rank() && X->Dims[1].isKnown() && W.Dims[1].isKnown() &&
+      X->Dims[1].extent() != W.Dims[1].extent() * Group)
+    return unmodeled(Out, llvm::formatv("the input has {0} channels, the weight {1} per group "
+                                        "x group {2} = {3}",
+                                        X->Dims[1].extent(), W.Dims[1].extent(), Group,
+                                        W.Dims[1].extent() * Group)
+                              .str());
+  if (W.Dims[0].isKnown() && W.Dims[0].extent() % Group != 0)
+    return unmodeled(Out, llvm::formatv("the weight's {0} output channels do not divide into "
+                                        "group {1}",
+                                        W.Dims[0].extent(), Group)
+                              .str());
   Count N = dimCount(Y.Dims[0]), Cout = dimCount(Y.Dims[1]);
   Count OutSpatial = spatialProduct(Y, 2);
   Count Macs = formulas::convMacs(N, Cout, OutSpatial, dimCount(W.Dims[1]),
@@ -1394,6 +1412,21 @@ void recurrent(const CostContext &C, RuleCost &Out, Count G, Count EwFlops,
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   if (X.rank() != 3 || W.rank() != 3)
     return unmodeled(Out, C.N.OpType.ref() + " needs rank-3 X and W");
+  // The attributes and the weights must agree (ONNX Runtime refuses the
+  // node otherwise): W is [directions, G*H, I].
+  if (const Attribute *HA = C.N.attr("hidden_size")) {
+    if (HA->I <= 0)
+      return unmodeled(Out, llvm::formatv("hidden_size {0} is not positive", HA->I).str());
+    if (W.Dims[1].isKnown() && G.isNumber() &&
+        double(W.Dims[1].extent()) != G.number() * double(HA->I))
+      return unmodeled(Out, llvm::formatv("W's dim 1 is {0}, not {1} gates x hidden_size {2}",
+                                          W.Dims[1].extent(), int64_t(G.number()), HA->I)
+                                .str());
+  }
+  if (X.Dims[2].isKnown() && W.Dims[2].isKnown() && X.Dims[2].extent() != W.Dims[2].extent())
+    return unmodeled(Out, llvm::formatv("X has {0} features, W takes {1}", X.Dims[2].extent(),
+                                        W.Dims[2].extent())
+                              .str());
   bool BatchFirst = C.N.attrInt("layout", 0) == 1;
   Count S = dimCount(X.Dims[BatchFirst ? 1 : 0]), B = dimCount(X.Dims[BatchFirst ? 0 : 1]);
   Count I = dimCount(X.Dims[2]), D = dimCount(W.Dims[0]);
