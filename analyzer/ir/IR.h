@@ -1051,6 +1051,10 @@ public:
   /// count (a number or an expression), or, with none, the data symbol
   /// "<node>.trips" (bound with --dim or left free).
   llvm::DenseMap<const Node *, sym::ExprRef> LoopTrips;
+  /// Nodes whose inputs break their op's rules (operands that do not
+  /// broadcast, a product's inner dims that differ), with why: ONNX Runtime
+  /// refuses such a model, and ridge reports them unmodeled.
+  llvm::DenseMap<const Node *, std::string> InvalidNodes;
 
   const Function *findFunction(llvm::StringRef Domain, llvm::StringRef Name) const;
   /// The first symbol of the main graph's input dims (the batch, usually),

@@ -584,6 +584,25 @@ private:
   }
 };
 
+/// One diagnostic naming the nodes whose inputs break their op's rules (the
+/// first in graph order).
+void reportInvalidNodes(const Model &M, DiagnosticEngine &Diags) {
+  if (M.InvalidNodes.empty())
+    return;
+  const Node *First = nullptr;
+  M.Main->walk([&](const Node &N) {
+    if (!First && M.InvalidNodes.count(&N))
+      First = &N;
+  });
+  if (!First)
+    First = M.InvalidNodes.begin()->first;
+  Diags.warn(M.Path, formatv("{0} node(s) break their op's rules (ONNX Runtime would refuse "
+                             "the model), the first '{1}' ({2}): {3}; they are reported "
+                             "unmodeled",
+                             M.InvalidNodes.size(), First->Name, First->qualifiedOpType(),
+                             M.InvalidNodes.find(First)->second));
+}
+
 /// One diagnostic naming what shape inference assumed of symbolic dims.
 void reportAssumptions(const Model &M, DiagnosticEngine &Diags) {
   if (M.BroadcastAssumptions.empty())
@@ -793,6 +812,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
     (*M)->DataSymbols = std::move(Stats.DataSymbols);
     (*M)->BroadcastAssumptions = std::move(Stats.Assumptions);
     (*M)->LoopTrips = std::move(Stats.LoopTrips);
+    (*M)->InvalidNodes = std::move(Stats.Invalid);
     if (Error E = reportConflicts(Path, Stats.Conflicts, Opts, Diags))
       return E;
     if (Stats.Unknown > 0) {
@@ -814,6 +834,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
       ShapeInferenceStats Again2 = ridge::inferShapes(*(*M)->Main, **M);
       (*M)->DataSymbols = std::move(Again2.DataSymbols);
       (*M)->BroadcastAssumptions = std::move(Again2.Assumptions);
+      (*M)->InvalidNodes = std::move(Again2.Invalid);
     }
   }
   if (Error E = checkBindingsUsed(Path, **M, Opts, Used))
@@ -822,6 +843,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
   (*M)->SkippedPayloadBytes = P->Skipped;
   reportUnknownShapes(**M, Opts.SymbolicShapesCosted, Diags);
   reportAssumptions(**M, Diags);
+  reportInvalidNodes(**M, Diags);
   return M;
 }
 

@@ -129,6 +129,8 @@ void broadcastRule(Ctx &C, unsigned First, DType T) {
       Any = true;
     } else if (!broadcastInto(Out, *S)) {
       C.setType(0, T);
+      C.invalid(llvm::formatv("input {0} {1} does not broadcast against input {2} {3}", I,
+                              S->str(), First, C.shape(First) ? C.shape(First)->str() : "?"));
       return;
     }
   }

@@ -32,10 +32,15 @@ bool matmulShape(const Shape &A, const Shape &B, Shape &Out) {
 static void matmulRule(Ctx &C, unsigned IA, unsigned IB, DType T) {
   const Shape *A = C.shape(IA), *B = C.shape(IB);
   Shape Out;
-  if (A && B && matmulShape(*A, *B, Out))
+  if (A && B && matmulShape(*A, *B, Out)) {
     C.set(0, T, std::move(Out));
-  else
-    C.setType(0, T);
+    return;
+  }
+  C.setType(0, T);
+  if (A && B && A->rank() > 0 && B->rank() > 0)
+    C.invalid(llvm::formatv("operands {0} and {1} do not multiply (inner dims differ or the "
+                            "batch dims do not broadcast)",
+                            A->str(), B->str()));
 }
 
 void ruleMatMul(Ctx &C) { matmulRule(C, 0, 1, C.elem(0)); }
@@ -52,6 +57,14 @@ void ruleGemm(Ctx &C) {
     return;
   }
   bool TA = C.N.attrInt("transA", 0), TB = C.N.attrInt("transB", 0);
+  const Dim &KA = A->Dims[TA ? 0 : 1], &KB = B->Dims[TB ? 1 : 0];
+  if (KA.isKnown() && KB.isKnown() && KA.extent() != KB.extent()) {
+    C.setType(0, T);
+    C.invalid(llvm::formatv("A {0}{1} and B {2}{3}: inner dims {4} and {5} differ", A->str(),
+                            TA ? " (transposed)" : "", B->str(), TB ? " (transposed)" : "",
+                            KA.extent(), KB.extent()));
+    return;
+  }
   C.setDims(0, T, {A->Dims[TA ? 1 : 0], B->Dims[TB ? 0 : 1]});
 }
 

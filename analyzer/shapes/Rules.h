@@ -14,6 +14,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -187,6 +188,9 @@ public:
   std::vector<ShapeConflict> Conflicts;
   std::vector<BroadcastAssumption> Assumptions;
   llvm::DenseMap<const Node *, sym::ExprRef> LoopTrips;
+  /// Nodes whose inputs break their op's rules (ONNX Runtime refuses them):
+  /// why, in words.
+  llvm::DenseMap<const Node *, std::string> Invalid;
   /// Values known to come (or not) from a Shape of a tensor whose shape is
   /// lost (runtimeExtent's check), cleared when a body's shapes are
   /// inferred again.
@@ -200,6 +204,10 @@ public:
   Inferencer &Inf;
   Node &N;
   int64_t Opset;
+
+  /// The node's inputs break its op's rules: its output keeps no inferred
+  /// shape, and the cost pass reports it unmodeled with Why.
+  void invalid(const llvm::Twine &Why) { Inf.Invalid.try_emplace(&N, Why.str()); }
 
   Value *in(unsigned I) const { return N.input(I); }
   bool has(unsigned I) const { return N.input(I) != nullptr; }

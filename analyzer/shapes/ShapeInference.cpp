@@ -198,6 +198,7 @@ ShapeInferenceStats ridge::inferShapes(Graph &G, const Model &M) {
   S.Conflicts = std::move(I.Conflicts);
   S.Assumptions = std::move(I.Assumptions);
   S.LoopTrips = std::move(I.LoopTrips);
+  S.Invalid = std::move(I.Invalid);
   llvm::sort(S.UnknownOps);
   return S;
 }

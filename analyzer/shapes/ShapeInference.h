@@ -55,6 +55,8 @@ struct ShapeInferenceStats {
   std::vector<BroadcastAssumption> Assumptions;
   /// Each Loop's trip count, as its body's cost counts it (Model::LoopTrips).
   llvm::DenseMap<const Node *, sym::ExprRef> LoopTrips;
+  /// Nodes whose inputs break their op's rules (Model::InvalidNodes).
+  llvm::DenseMap<const Node *, std::string> Invalid;
 };
 
 /// Infers element types, shapes and (for small int64/int32 tensors) values of

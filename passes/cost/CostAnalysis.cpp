@@ -618,6 +618,8 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   }
   if (N.OpType == "SequenceMap" && N.Domain.empty())
     NC.setUnmodeled("sequence length unknown statically: body counted once");
+  if (auto It = M.InvalidNodes.find(&N); It != M.InvalidNodes.end())
+    NC.setUnmodeled(It->second);
   if ((N.OpType == "Loop" || N.OpType == "Scan") && N.Domain.empty()) {
     bool Known = false;
     tripCount(N, Known);
