@@ -94,6 +94,10 @@ void Inferencer::inferBody(Graph &Body, ArrayRef<std::pair<Value *, Value *>> Ca
   if (!Again)
     return;
   LostShapes.clear();
+  // What the first pass found invalid is judged again on the generalized
+  // shapes.
+  if (!Invalid.empty())
+    Body.walk([&](const Node &N) { Invalid.erase(&N); });
   for (ValueState &S : Saved) {
     S.V->Elem = S.Elem;
     S.V->Shp = std::move(S.Shp);
