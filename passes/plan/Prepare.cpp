@@ -78,7 +78,10 @@ std::optional<BatchPoly> batchDim(const Dim &D, llvm::StringRef BatchSymbol) {
   if (!D.isDetermined())
     return std::nullopt;
   sym::CountScope Scope;
-  return batchPoly(sym::Count::of(D.expr()), BatchSymbol);
+  std::optional<BatchPoly> P = batchPoly(sym::Count::of(D.expr()), BatchSymbol);
+  if (Scope.failed())
+    return std::nullopt;
+  return P;
 }
 } // namespace
 

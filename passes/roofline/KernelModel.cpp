@@ -348,7 +348,7 @@ namespace {
 /// Conv as implicit GEMMs (see the header), from its shapes.
 bool convKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   std::optional<ConvGeometry> G = convGeometry(*C.NC.N);
-  if (!G || !(G->Batch >= 0))
+  if (!G)
     return false;
   ConvGrads Grads{C.NC.inputNeedsGrad(0), C.NC.inputNeedsGrad(1), C.NC.inputNeedsGrad(2)};
   Out = convPhase(*G, Bwd, Grads, Bwd ? C.NC.Bwd : C.NC.Fwd, C.D, C.T, C.Cfg, C.Unit, C.Elem,
@@ -359,7 +359,7 @@ bool convKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
 /// LSTM/GRU/RNN (see the header), from its shapes.
 bool recurrentKernels(const KernelContext &C, bool Bwd, PhaseKernels &Out) {
   std::optional<RecurrentGeometry> G = recurrentGeometry(*C.NC.N);
-  if (!G || !(G->Batch >= 0))
+  if (!G)
     return false;
   RecurrentGrads Grads{C.NC.inputNeedsGrad(0), C.NC.inputNeedsGrad(1), C.NC.inputNeedsGrad(2)};
   Out = recurrentPhase(*G, Bwd, Grads, C.D, C.Unit, C.Elem, C.Memo);
