@@ -160,13 +160,12 @@ void applyBindings(onnx::ModelProto &Proto, const LoadOptions &Opts) {
 /// Drops the shapes a file declares inside G's control-flow bodies, at any
 /// depth: their intermediates, outputs and inputs.
 void forgetBodyShapes(Graph &G) {
-  for (auto &N : G.Nodes)
-    for (Graph *Body : N->subgraphs()) {
+  G.walk([](const Node &N) {
+    for (Graph *Body : N.subgraphs())
       for (Value &V : Body->Values)
         if (V.Kind == ValueKind::Intermediate || V.Kind == ValueKind::GraphInput)
           V.Shp.reset();
-      forgetBodyShapes(*Body);
-    }
+  });
 }
 
 /// Applies --input-shape and --dim to the imported IR: the main graph's
