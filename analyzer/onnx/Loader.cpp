@@ -286,6 +286,18 @@ Error checkBindingsUsed(llvm::StringRef File, const Model &M, const LoadOptions 
                                      Name, List.empty() ? "none" : List,
                                      Data.empty() ? "" : "; data-dependent: " + Data));
     }
+  // A data-dependent symbol bound past what its node can give (more boxes
+  // than NMS keeps, more iterations than the loop's maximum) is a binding
+  // no run can have.
+  for (const auto &[Name, N] : Opts.DimBindings) {
+    auto It = M.DataSymbols.find(Name);
+    if (It == M.DataSymbols.end() || !It->second.Bound)
+      continue;
+    std::optional<int64_t> Most = It->second.Bound->constant();
+    if (Most && N > *Most)
+      return fileError(File, formatv("--dim {0}={1}: node '{2}' gives at most {3} ({4})", Name,
+                                     N, It->second.Node, *Most, It->second.What));
+  }
   return Error::success();
 }
 

@@ -253,9 +253,9 @@ void ruleLoop(Ctx &C) {
     if (Trip.isDetermined())
       C.Inf.LoopTrips[&C.N] = Trip.expr();
   } else {
-    // The body's cost counts the maximum (an upper bound when the condition
-    // may stop the loop early); scan outputs take it when the loop runs
-    // exactly that many times.
+    // Scan outputs and grown states take the maximum when the loop runs
+    // exactly that many times (its condition true at the start and passed
+    // through or kept true by the body).
     C.Inf.LoopTrips[&C.N] = Max;
     if (StartsTrue && Body->Inputs.size() >= 2 && !Body->Outputs.empty()) {
       Value *CondOut = Body->Outputs[0];
@@ -263,6 +263,17 @@ void ruleLoop(Ctx &C) {
       if (CondOut == Body->Inputs[1] || KnownTrue(CondOut) ||
           (P && P->OpType == "Identity" && P->input(0) == Body->Inputs[1]))
         Trip = Dim::of(Max);
+    }
+    // Otherwise the condition may stop it early: how many iterations run is
+    // a symbol of at most the maximum, the extent of what the loop stacks
+    // and grows. The body's cost still counts the maximum (an upper bound,
+    // in numbers) unless the symbol is bound, when it counts that.
+    if (!Trip.isDetermined()) {
+      Trip = dataSymbol(C, "trips",
+                        "iterations its condition lets run (decided at run time)",
+                        Max);
+      if (Trip.isKnown())
+        C.Inf.LoopTrips[&C.N] = Trip.expr();
     }
   }
   for (size_t K = 0; K < NState && K < C.numOuts(); ++K) {

@@ -416,6 +416,13 @@ void CostWalker::propagate(const Graph &G) {
 std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
   Known = false;
   if (N.OpType == "Loop") {
+    // Shape inference's count first: the maximum, or the iterations bound
+    // with --dim <loop>.trips=N of a loop its condition may stop early.
+    auto It = M.LoopTrips.find(&N);
+    if (It != M.LoopTrips.end() && It->second && It->second->constant()) {
+      Known = true;
+      return double(*It->second->constant());
+    }
     if (const Value *Max = N.input(0))
       if (Max->IntData && Max->IntData->size() == 1) {
         Known = true;
@@ -425,15 +432,9 @@ std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
       Known = true;
       return double(*Cfg.TripCount);
     }
-    // Shape inference's count: a number once bound (--dim <loop>.trips=N),
-    // else a formula (a maximum in the symbols, or the loop's own "trips"
+    // Else a formula (a maximum in the symbols, or the loop's own "trips"
     // symbol) the body's counts are multiplied by when costs may be formulas
     // (symbolicTrips).
-    auto It = M.LoopTrips.find(&N);
-    if (It != M.LoopTrips.end() && It->second && It->second->constant()) {
-      Known = true;
-      return double(*It->second->constant());
-    }
     if (symbolicTrips(N).isFormula())
       Known = true;
     return std::nullopt;
