@@ -28,21 +28,59 @@ static Dim symbolicConvDim(const Dim &In, int64_t K, int64_t S, int64_t D, size_
   return Dim::of(sym::add(sym::floorDiv(Span, sym::constant(S)), sym::constant(1)));
 }
 
-static bool convPoolDims(const Node &N, const Shape &X, ArrayRef<int64_t> Kernel,
-                  bool CeilMode, Shape &Out) {
-  size_t NS = X.rank() - 2;
+/// What in N's kernel_shape, strides, dilations and pads breaks the
+/// operator's rules for NS spatial axes (ONNX Runtime refuses such a node),
+/// or "". Kernel: the kernel's extents, -1 where a weight leaves one
+/// unknown; KernelAttr: whether they are the node's kernel_shape.
+static std::string badWindow(const Node &N, size_t NS, ArrayRef<int64_t> Kernel,
+                             bool KernelAttr) {
+  auto List = [](ArrayRef<int64_t> V) {
+    std::string S = "[";
+    for (size_t I = 0; I < V.size(); ++I)
+      S += (I ? "," : "") + std::to_string(V[I]);
+    return S + "]";
+  };
   if (Kernel.size() != NS)
+    return llvm::formatv("kernel_shape {0}: {1} value(s) for the input's {2} spatial axes",
+                         List(Kernel), Kernel.size(), NS);
+  if (KernelAttr && llvm::any_of(Kernel, [](int64_t K) { return K <= 0; }))
+    return "kernel_shape " + List(Kernel) + " has an extent below 1";
+  if (llvm::is_contained(Kernel, 0))
+    return "the weight's kernel " + List(Kernel) + " has an empty axis";
+  for (const char *Attr : {"strides", "dilations"})
+    if (auto V = N.attrInts(Attr)) {
+      if (V->size() != NS)
+        return llvm::formatv("{0} {1}: {2} value(s) for the input's {3} spatial axes", Attr,
+                             List(*V), V->size(), NS);
+      if (llvm::any_of(*V, [](int64_t X) { return X <= 0; }))
+        return std::string(Attr) + " " + List(*V) + " has a value below 1";
+    }
+  if (auto P = N.attrInts("pads")) {
+    if (P->size() != 2 * NS)
+      return llvm::formatv("pads {0}: {1} value(s), not 2 for each of {2} spatial axes",
+                           List(*P), P->size(), NS);
+    if (llvm::any_of(*P, [](int64_t X) { return X < 0; }))
+      return "pads " + List(*P) + " has a negative value";
+  }
+  return "";
+}
+
+static bool convPoolDims(Ctx &C, const Shape &X, ArrayRef<int64_t> Kernel, bool KernelAttr,
+                         bool CeilMode, Shape &Out) {
+  const Node &N = C.N;
+  size_t NS = X.rank() - 2;
+  if (std::string Why = badWindow(N, NS, Kernel, KernelAttr); !Why.empty()) {
+    C.invalid(Why);
     return false;
+  }
   auto Strides = N.attrInts("strides"), Dil = N.attrInts("dilations"),
        Pads = N.attrInts("pads");
   std::string AutoPad = N.attrString("auto_pad", "NOTSET");
   bool Same = AutoPad == "SAME_UPPER" || AutoPad == "SAME_LOWER";
   bool UsePads = AutoPad == "NOTSET" || AutoPad.empty();
   for (size_t I = 0; I < NS; ++I) {
-    int64_t S = Strides && I < Strides->size() ? (*Strides)[I] : 1;
-    int64_t D = Dil && I < Dil->size() ? (*Dil)[I] : 1;
-    if (S <= 0 || D <= 0)
-      return false;
+    int64_t S = Strides ? (*Strides)[I] : 1;
+    int64_t D = Dil ? (*Dil)[I] : 1;
     const Dim &In = X.Dims[2 + I];
     if (In.isSymbolic() && Kernel[I] >= 0) {
       Out.Dims.push_back(symbolicConvDim(In, Kernel[I], S, D, I, NS, Pads, Same, UsePads,
@@ -64,6 +102,12 @@ static bool convPoolDims(const Node &N, const Shape &X, ArrayRef<int64_t> Kernel
       }
       i128 EffK = i128(Kernel[I] - 1) * D + 1;
       i128 Span = In.extent() + PB + PE - EffK;
+      if (Span < 0 && extentOk(EffK)) {
+        C.invalid(llvm::formatv("spatial axis {0}: the window ({1} with dilation {2}) is "
+                                "wider than the padded input ({3} + {4} + {5})",
+                                I, Kernel[I], D, In.extent(), int64_t(PB), int64_t(PE)));
+        return false;
+      }
       if (Span < 0 || !extentOk(Span))
         return false;
       if (CeilMode) {
@@ -92,8 +136,9 @@ static void convRule(Ctx &C, unsigned IX, unsigned IW, DType T) {
   }
   size_t NS = X->rank() - 2;
   SmallVector<int64_t, 4> Kernel;
-  if (auto K = C.N.attrInts("kernel_shape")) {
-    Kernel.assign(K->begin(), K->end());
+  auto KAttr = C.N.attrInts("kernel_shape");
+  if (KAttr) {
+    Kernel.assign(KAttr->begin(), KAttr->end());
   } else if (W && W->rank() == NS + 2) {
     for (size_t I = 0; I < NS; ++I)
       Kernel.push_back(W->Dims[2 + I].isKnown() ? W->Dims[2 + I].extent() : -1);
@@ -103,7 +148,7 @@ static void convRule(Ctx &C, unsigned IX, unsigned IW, DType T) {
   Shape Out;
   Out.Dims.push_back(X->Dims[0]);
   Out.Dims.push_back(W && W->rank() >= 1 ? W->Dims[0] : Dim{});
-  if (!convPoolDims(C.N, *X, Kernel, false, Out)) {
+  if (!convPoolDims(C, *X, Kernel, KAttr.has_value(), false, Out)) {
     C.setType(0, T);
     return;
   }
@@ -134,7 +179,9 @@ void ruleConvTranspose(Ctx &C) {
       Kernel.push_back(W->Dims[2 + I].isKnown() ? W->Dims[2 + I].extent() : -1);
   else
     Kernel.assign(NS, -1);
-  if (Kernel.size() != NS) {
+  if (std::string Why = badWindow(N, NS, Kernel, N.attrInts("kernel_shape").has_value());
+      !Why.empty()) {
+    C.invalid(Why);
     C.setType(0, T);
     return;
   }
@@ -198,7 +245,7 @@ void rulePool(Ctx &C) {
   Shape Out;
   Out.Dims.push_back(X->Dims[0]);
   Out.Dims.push_back(X->Dims[1]);
-  if (!convPoolDims(C.N, *X, *K, C.N.attrInt("ceil_mode", 0) != 0, Out)) {
+  if (!convPoolDims(C, *X, *K, true, C.N.attrInt("ceil_mode", 0) != 0, Out)) {
     C.setType(0, T);
     return;
   }
