@@ -164,6 +164,8 @@ private:
   /// Counts of the loop bodies being walked multiply by this formula (1:
   /// none); each body tensor saved for backward once (SymSaved).
   sym::Count SymTrips = 1;
+  /// The formula nodes' costs, summed as the walk takes them.
+  SymbolicSum SymTotals;
   llvm::DenseSet<const Value *> SymSaved;
   /// NC's counts (numbers or formulas) times SymTrips, as formulas.
   void multiplyBySymbolicTrips(NodeCost &NC);
@@ -672,8 +674,7 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
       if (!R.Sym)
         R.Sym.emplace();
       ++R.Sym->Nodes;
-      R.Sym->Fwd += NC.Sym->fwd() * Multiplier;
-      R.Sym->Bwd += NC.Sym->bwd() * Multiplier;
+      SymTotals.add(*NC.Sym, Multiplier);
     }
   } else {
     ++R.UnmodeledNodes;
@@ -759,14 +760,18 @@ void CostWalker::finish() {
   if (R.Sym) {
     // The same sums with the formulas: numeric nodes' part, then each node's
     // formula extras and each saved tensor whose bytes are a formula.
-    sym::Count &S = R.Sym->SavedActivationBytes;
-    S = R.SavedActivationBytes;
+    SymbolicSum Extras;
     for (const NodeCost &NC : R.Nodes)
       if (NC.Sym)
-        S += NC.Sym->savedBytes() * NC.multiplier();
+        Extras.add(*NC.Sym, NC.multiplier());
+    sym::Count &S = R.Sym->SavedActivationBytes;
+    S = R.SavedActivationBytes;
+    S += Extras.savedBytes();
     for (const Value *V : Distinct.Values)
       if (!V->numElements())
         S += valueCount(V, FloatBytes) * Distinct.Mult[V];
+    R.Sym->Fwd = SymTotals.fwd();
+    R.Sym->Bwd = SymTotals.bwd();
     R.Sym->Fwd += countsOf(R.Fwd);
     R.Sym->Bwd += countsOf(R.Bwd);
   }
@@ -783,18 +788,22 @@ void CostWalker::finish() {
 
 } // namespace
 
-sym::Count SymbolicCost::get(unsigned K) const {
-  if (General)
-    for (const auto &[Cell, C] : *General)
-      if (Cell == K)
-        return C;
+std::array<double, 4> SymbolicCost::coefficientsOf(unsigned K) const {
   std::array<double, Degrees> C{};
   unsigned First = Degrees * K;
   size_t At = llvm::popcount(Mask & ((uint64_t(1) << First) - 1));
   for (unsigned D = 0; D < Degrees; ++D)
     if (Mask >> (First + D) & 1)
       C[D] = Coefs[At++];
-  return cellOf(C);
+  return C;
+}
+
+sym::Count SymbolicCost::get(unsigned K) const {
+  if (General)
+    for (const auto &[Cell, C] : *General)
+      if (Cell == K)
+        return C;
+  return cellOf(coefficientsOf(K));
 }
 
 PhaseCount SymbolicCost::phase(unsigned K) const {
@@ -809,6 +818,52 @@ PhaseCount SymbolicCost::phase(unsigned K) const {
       if (Mask >> (Degrees * (K + J) + D) & 1)
         C[J][D] = Coefs[At++];
   return {cellOf(C[0]), cellOf(C[1]), cellOf(C[2]), cellOf(C[3])};
+}
+
+void SymbolicSum::add(const SymbolicCost &C, double K) {
+  if (C.General || (C.Symbol && Symbol && C.Symbol != Symbol)) {
+    if (!Rest)
+      Rest = std::make_unique<std::array<sym::Count, Cells>>();
+    for (unsigned Cell = 0; Cell < Cells; ++Cell)
+      (*Rest)[Cell] += C.get(Cell) * K;
+    return;
+  }
+  if (C.Symbol)
+    Symbol = C.Symbol;
+  size_t I = 0;
+  for (uint64_t M = C.Mask; M; M &= M - 1)
+    Coef[llvm::countr_zero(M)] += C.Coefs[I++] * K;
+}
+
+void SymbolicSum::add(const PhaseCost &Fwd, const PhaseCost &Bwd, double K) {
+  const double *All[8] = {&Fwd.Flops, &Fwd.Macs, &Fwd.Transcendentals, &Fwd.Bytes,
+                          &Bwd.Flops, &Bwd.Macs, &Bwd.Transcendentals, &Bwd.Bytes};
+  for (unsigned Cell = 0; Cell < 8; ++Cell)
+    Coef[Degrees * Cell] += *All[Cell] * K;
+}
+
+void SymbolicSum::add(const SymbolicSum &O) {
+  bool Apart = O.Symbol && Symbol && O.Symbol != Symbol;
+  if (O.Rest || Apart) {
+    if (!Rest)
+      Rest = std::make_unique<std::array<sym::Count, Cells>>();
+    for (unsigned Cell = 0; Cell < Cells; ++Cell)
+      (*Rest)[Cell] += Apart ? O.cell(Cell) : (*O.Rest)[Cell];
+    if (Apart)
+      return;
+  }
+  if (O.Symbol)
+    Symbol = O.Symbol;
+  for (size_t I = 0; I < Coef.size(); ++I)
+    Coef[I] += O.Coef[I];
+}
+
+sym::Count SymbolicSum::cell(unsigned K) const {
+  std::array<double, Degrees> C;
+  std::copy_n(Coef.begin() + Degrees * K, Degrees, C.begin());
+  sym::Count Sum = C[1] != 0 || C[2] != 0 || C[3] != 0 ? sym::Count::univariateOf(Symbol, C)
+                                                      : sym::Count(C[0]);
+  return Rest ? Sum + (*Rest)[K] : Sum;
 }
 
 SymbolicCost::SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd,

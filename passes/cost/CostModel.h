@@ -103,8 +103,16 @@ public:
   /// Some cell is a general formula (not a number nor in the one symbol's
   /// fast form).
   bool hasGeneralCells() const { return General != nullptr; }
+  /// The fast form's symbol b (null while every cell is a number).
+  sym::ExprRef symbol() const { return Symbol; }
+  /// Cell K's coefficients of b^0 .. b^3 in symbol() (a number's in b^0
+  /// alone); only when !hasGeneralCells(). Cells 0-3 are the forward's
+  /// FLOPs, MACs, transcendentals and bytes, 4-7 the backward's, 8 the
+  /// saved extras.
+  std::array<double, 4> coefficientsOf(unsigned K) const;
 
 private:
+  friend class SymbolicSum;
   static constexpr unsigned Cells = 9, Degrees = 4;
   using GeneralCells = std::vector<std::pair<uint8_t, sym::Count>>;
   /// The univariate cells' symbol b (null while every cell is a number).
@@ -136,6 +144,32 @@ private:
     set(K + 2, P.Transcendentals);
     set(K + 3, P.Bytes);
   }
+};
+
+/// A sum of SymbolicCosts' cells, each cost times a multiplier: kept as
+/// coefficients of b^0 .. b^3 while every cost added is a number or in one
+/// symbol b's fast form (nearly every node: adding one is a multiply-add a
+/// nonzero coefficient, and no Count is made), and as Counts for the rest.
+/// The same sums, in the same order, as adding each cost's Counts would
+/// take (that form's arithmetic is on the same doubles).
+class SymbolicSum {
+public:
+  void add(const SymbolicCost &C, double K);
+  /// A numeric node's phases, times K.
+  void add(const PhaseCost &Fwd, const PhaseCost &Bwd, double K);
+  void add(const SymbolicSum &O);
+  PhaseCount fwd() const { return phase(0); }
+  PhaseCount bwd() const { return phase(4); }
+  sym::Count savedBytes() const { return cell(8); }
+
+private:
+  static constexpr unsigned Cells = 9, Degrees = 4;
+  sym::ExprRef Symbol = nullptr;
+  std::array<double, Cells * Degrees> Coef{};
+  /// What no coefficient holds: costs in another symbol, general formulas.
+  std::unique_ptr<std::array<sym::Count, Cells>> Rest;
+  sym::Count cell(unsigned K) const;
+  PhaseCount phase(unsigned K) const { return {cell(K), cell(K + 1), cell(K + 2), cell(K + 3)}; }
 };
 
 /// Why a node is not costed: one pointer, null for almost every node.

@@ -49,6 +49,10 @@ uint64_t hashWords(uint64_t H, llvm::ArrayRef<uint64_t> Words) {
 bool runsKernel(const PhaseCount &C) {
   return C.Flops != 0 || C.Bytes != 0 || C.Transcendentals != 0;
 }
+bool runsKernel(const PolyPhase &P) {
+  auto Zero = [](const BatchPoly &B) { return llvm::all_of(B.C, [](double X) { return X == 0; }); };
+  return !Zero(P.Flops) || !Zero(P.Bytes) || !Zero(P.Transc);
+}
 
 /// The main-graph position that holds N (N itself, or the control-flow
 /// node whose body holds it); none for a node outside the main graph's tree.
@@ -129,6 +133,29 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     Out = *P;
     return llvm::Error::success();
   };
+  // A phase's polynomials: its numbers, or the coefficients its formulas
+  // keep in the batch's fast form (no Count made), else from its counts.
+  auto PhasePoly = [&](const NodeCost &NC, bool Bwd, PolyPhase &X) -> llvm::Error {
+    BatchPoly *Out[4] = {&X.Flops, &X.Macs, &X.Transc, &X.Bytes};
+    if (!NC.Sym) {
+      const PhaseCost &C = Bwd ? NC.Bwd : NC.Fwd;
+      const double Num[4] = {C.Flops, C.Macs, C.Transcendentals, C.Bytes};
+      for (unsigned K = 0; K < 4; ++K)
+        *Out[K] = BatchPoly::constant(Num[K]);
+      return llvm::Error::success();
+    }
+    if (!NC.Sym->hasGeneralCells()) {
+      for (unsigned K = 0; K < 4; ++K)
+        Out[K]->C = NC.Sym->coefficientsOf((Bwd ? 4 : 0) + K);
+      return llvm::Error::success();
+    }
+    PhaseCount C = Bwd ? NC.Sym->bwd() : NC.Sym->fwd();
+    const sym::Count *In[4] = {&C.Flops, &C.Macs, &C.Transcendentals, &C.Bytes};
+    for (unsigned K = 0; K < 4; ++K)
+      if (llvm::Error E = Poly(*NC.N, *In[K], *Out[K]))
+        return E;
+    return llvm::Error::success();
+  };
   // A count in another free symbol (an input dim the plan does not set) is
   // what the graph at micro-batch 1 cannot cost either: the node is left
   // out of the plan there, with the loader's warning naming the dim.
@@ -163,19 +190,12 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     PolyPhase Own[2];
     bool OwnKernel[2] = {false, false};
     for (bool Bwd : {false, true}) {
-      PhaseCount C = Bwd ? NC.bwdCounts() : NC.fwdCounts();
-      OwnKernel[Bwd] = NC.N->Parent != &G && runsKernel(C);
+      PolyPhase X;
+      if (llvm::Error E = PhasePoly(NC, Bwd, X))
+        return E;
+      OwnKernel[Bwd] = NC.N->Parent != &G && runsKernel(X);
       if (OwnKernel[Bwd])
         NestedKernels[uint32_t(*P)][Bwd] += NC.multiplier();
-      PolyPhase X;
-      if (llvm::Error E = Poly(*NC.N, C.Flops, X.Flops))
-        return E;
-      if (llvm::Error E = Poly(*NC.N, C.Macs, X.Macs))
-        return E;
-      if (llvm::Error E = Poly(*NC.N, C.Transcendentals, X.Transc))
-        return E;
-      if (llvm::Error E = Poly(*NC.N, C.Bytes, X.Bytes))
-        return E;
       X.Flops = X.Flops * NC.multiplier();
       X.Macs = X.Macs * NC.multiplier();
       X.Transc = X.Transc * NC.multiplier();

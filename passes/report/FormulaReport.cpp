@@ -105,11 +105,23 @@ double growthKey(const Count &C) {
 }
 
 std::vector<OpTypeTotal<Count>> byOpType(const CostResult &C) {
-  std::vector<OpTypeTotal<Count>> V =
-      sumByOpType<Count>(C, [](const NodeCost &NC, PhaseCount &Fwd, PhaseCount &Bwd) {
-        Fwd += NC.fwdCounts() * NC.multiplier();
-        Bwd += NC.bwdCounts() * NC.multiplier();
-      });
+  // Each row summed as coefficients (SymbolicSum), made Counts once.
+  struct Row {
+    std::string Op;
+    size_t Nodes = 0;
+    SymbolicSum Sum;
+    void merge(const Row &O) { Sum.add(O.Sum); }
+  };
+  std::vector<Row> Rows = groupByOpType<Row>(C, [](const NodeCost &NC, Row &R) {
+    if (NC.Sym)
+      R.Sum.add(*NC.Sym, NC.multiplier());
+    else
+      R.Sum.add(NC.Fwd, NC.Bwd, NC.multiplier());
+  });
+  std::vector<OpTypeTotal<Count>> V;
+  V.reserve(Rows.size());
+  for (Row &R : Rows)
+    V.push_back({std::move(R.Op), R.Nodes, R.Sum.fwd(), R.Sum.bwd()});
   std::stable_sort(V.begin(), V.end(), [](const auto &A, const auto &B) {
     return growthKey(A.Fwd.Flops + A.Bwd.Flops) > growthKey(B.Fwd.Flops + B.Bwd.Flops);
   });

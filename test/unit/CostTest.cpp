@@ -176,6 +176,53 @@ TEST(SymbolicCostTest, PackedCountsReadBackAsSet) {
   Same(S.bwd().Macs, B);
 }
 
+// SymbolicSum adds costs by their coefficients and gives what adding their
+// Counts gives: numbers and one symbol's fast form in coefficients, with
+// multipliers; a general formula and a fast form in another symbol beside
+// them, as Counts; two sums merged either way.
+TEST(SymbolicSumTest, EqualsTheCountsSum) {
+  using sym::Count;
+  auto Sym = [](const char *S) { return Count::of(sym::symbol(S)); };
+  Count General = Sym("n") * Sym("b") + 3;
+  sym::UnivariateScope InB(sym::symbol("b"));
+  Count B = Sym("b");
+  Count Fast = B * B * 2 + B * 0.5 + 7;
+  SymbolicCost X({Fast, B, 0, 12.5}, {B * 3, 0, 1, Fast}, B * 4);
+  SymbolicCost Y({B * -2, 0, 0, 1}, {0, 0, 0, 0}, 2); // cancels X's b in Flops x1
+  SymbolicCost G({General, 0, 0, B}, {0, General, 0, 0}, 0);
+  PhaseCost NumF{5, 1, 0, 8}, NumB{2, 0, 0, 4};
+  SymbolicSum S, T;
+  S.add(X, 1);
+  S.add(NumF, NumB, 3);
+  S.add(G, 2);
+  T.add(Y, 1);
+  T.add(X, 0.5);
+  SymbolicSum All = std::move(S);
+  All.add(T);
+  PhaseCount Fwd = X.fwd(), Bwd = X.bwd();
+  Fwd += countsOf(NumF) * 3;
+  Bwd += countsOf(NumB) * 3;
+  for (auto [C, K] : {std::pair{&G, 2.0}, {&Y, 1.0}, {&X, 0.5}}) {
+    Fwd += C->fwd() * K;
+    Bwd += C->bwd() * K;
+  }
+  // Fast + 15 + 2n*b + 6 - 2b + Fast/2 = 3b^2 + 2nb - 1.25b + 31.5 (as FLOPs)
+  EXPECT_EQ(All.fwd().Flops.str(), "3*b^2 + 2*b*n - 5/4*b + 63/2")
+      << "the printed form is canonical";
+  for (auto [A, E] : {std::pair{All.fwd(), Fwd}, {All.bwd(), Bwd}})
+    for (auto [Got, Want] : {std::pair{A.Flops, E.Flops}, {A.Macs, E.Macs},
+                             {A.Transcendentals, E.Transcendentals}, {A.Bytes, E.Bytes}})
+      EXPECT_EQ(Got, Want) << Got.str() << " vs " << Want.str();
+  EXPECT_EQ(All.savedBytes(), X.savedBytes() * 1.5 + Y.savedBytes());
+  // A cost in another symbol's fast form joins as a Count.
+  sym::UnivariateScope InC(sym::symbol("c"));
+  SymbolicCost Z({Sym("c") * 5, 0, 0, 0}, {0, 0, 0, 0}, 0);
+  ASSERT_EQ(Z.symbol(), sym::symbol("c"));
+  All.add(Z, 1);
+  EXPECT_EQ(All.fwd().Flops, Fwd.Flops + Sym("c") * 5);
+  EXPECT_EQ(All.fwd().Macs, Fwd.Macs);
+}
+
 // A cost's saved activations are kept as operand positions: a bit each for
 // the first 32 (inputs, then outputs), a list past them. A variadic node
 // (Max of 40 inputs) keeps one past the 32nd as well as one below.
