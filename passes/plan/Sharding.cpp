@@ -97,6 +97,13 @@ private:
     return State();
   }
 
+  /// A graph output left a partial sum: all-reduced where it is made (in
+  /// its producer's place: the same stage).
+  void settlePartialOutput(const Value *V) {
+    collective(CollectiveKind::AllReduce, false, V, *V->producer());
+    set(V, State());
+  }
+
   /// A parameter, or a transposed/cast view of one (a tied embedding used
   /// as the output projection).
   const Value *weightSource(const Value *V) const {
@@ -525,7 +532,13 @@ void Propagator::run() {
       replicateAll(N);
     }
   }
-  // Graph outputs stay as they are: the loss reads them where they live.
+  // A sharded graph output stays as it is (the loss reads vocabulary-
+  // parallel logits where they live), but a partial sum is no value until
+  // it is reduced: it is all-reduced after the node that makes it (a row-
+  // split product whose output is the graph's).
+  for (const Value *V : G.Outputs)
+    if (get(V).K == State::P && V->producer() && V->producer()->Parent == &G)
+      settlePartialOutput(V);
 }
 
 } // namespace
