@@ -13,7 +13,7 @@ void Planner::sizeWorkspace(Workspace &W) {
   G.TPF.resize(NPos);
   for (auto *V : {&G.SlotTF, &G.SlotTB, &G.SlotLF, &G.SlotLB, &W.SlotMF, &W.SlotMM0, &W.SlotMM1})
     V->resize(NSlots);
-  for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS})
+  for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS, &G.PreB})
     V->resize(NPos + 1);
   if (Dev.asyncLaunch()) {
     G.TPN.resize(NPos);
@@ -327,6 +327,8 @@ template <bool Launches> void Planner::sumPositionsWith(Workspace &W) {
   const double *STF = G.SlotTF.data(), *STB = G.SlotTB.data();
   const double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
   double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
+  double *PB = G.PreB.data();
+  PB[0] = 0;
   const double *SMF = W.SlotMF.data(), *SM0 = W.SlotMM0.data(), *SM1 = W.SlotMM1.data();
   // The kernels the host issues, per position in order: forward, backward
   // and collectives; a replay adds the forward's (and under full
@@ -348,7 +350,7 @@ template <bool Launches> void Planner::sumPositionsWith(Workspace &W) {
          *C2 = G.Collapsed[2].data();
   const size_t *Bd = Boundaries.data();
   size_t NextB = 0, NumB = Boundaries.size();
-  double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0;
+  double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0, PreBw = 0;
   double Pre0 = 0, Pre1 = 0, Pre2 = 0;
   double ModelFlops = 0, M0 = 0, M1s = 0, M2s = 0;
   for (size_t P = 0; P < NPos; ++P) {
@@ -373,6 +375,7 @@ template <bool Launches> void Planner::sumPositionsWith(Workspace &W) {
     P0[P + 1] = Pre0 += X0;
     P1[P + 1] = Pre1 += X1;
     P2[P + 1] = Pre2 += X2;
+    PB[P + 1] = PreBw += TB + (TPt - TPf);
     if constexpr (Launches) {
       double F = LF[Slot], X = F + LB[Slot] + N[P];
       L0[P + 1] = La0 += X;
@@ -766,6 +769,11 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
   A.SegMax.assign(P, 0);
   A.Frozen.assign(P, 0);
   A.LastReady.assign(P, 0);
+  // The cool-down after stage S's last backward: the backwards of chunks
+  // S-1 .. 0 (each stage's first), on the stages before it.
+  A.CoolDown.assign(P, 0);
+  for (unsigned S = 1; S < P; ++S)
+    A.CoolDown[S] = A.CoolDown[S - 1] + Gr.PreB[Ends[S - 1]] - Gr.PreB[StartOf(S - 1)];
   for (unsigned S = 0; S < P; ++S) {
     // Chunk S is stage S's first: its backward runs last.
     auto Q = std::lower_bound(ParamPos.begin(), ParamPos.end(), uint32_t(StartOf(S)));
@@ -856,9 +864,8 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   E.TPCollectivesPerStep = Gr.TPCount;
   E.TPCollectivesPerStep *= PC.M;
   double Pipeline = evalPipeline(PC, A, L, E);
-  unsigned Worst = 0;
-  double WorstParamCount = evalMemory(PC, A, *Gr.TP, E, Worst);
-  evalUpdate(PC, A, L, WorstParamCount, A.LastReady[Worst], Pipeline, E);
+  evalMemory(PC, A, *Gr.TP, E);
+  evalUpdate(PC, A, L, Pipeline, E);
   int R = PC.Recomp == Config::Recompute::Full ? 2 : PC.Recomp == Config::Recompute::Selective ? 1 : 0;
   E.ModelFlops = Gr.ModelFlops * PC.M * PC.D;
   E.MatrixFlops = Gr.MatrixFlops[R] * PC.M * PC.D;
@@ -909,10 +916,14 @@ double Planner::evalPipeline(const PlanConfig &PC, const StageAgg &A, const Link
   return TMicro * Slots;
 }
 
-double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP,
-                           PlanEval &E, unsigned &Worst) const {
+double Planner::stageParamCount(const PlanConfig &PC, const StageAgg &A, unsigned S) const {
+  return A.Params[S] + A.SplitParams[S] / PC.T + A.CopyParams[S] + A.CopySplit[S] / PC.T;
+}
+
+void Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP,
+                         PlanEval &E) const {
   // Memory of the fullest stage.
-  double WorstMem = 0, WorstParams = 0, WorstAct = 0, WorstParamCount = 0;
+  double WorstMem = 0, WorstParams = 0, WorstAct = 0;
   OptimizerCost O = optimizerCost(Cfg.Opt);
   double Master = Mixed ? 4 : 0;
   double PerParam = WBytes / (PC.Zero >= 3 ? PC.D : 1) + WBytes / (PC.Zero >= 2 ? PC.D : 1) +
@@ -920,7 +931,7 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan
   double Interleave = 1.0 + double(PC.P - 1) / (double(PC.P) * PC.V);
   bool FullRecomp = PC.Recomp == Config::Recompute::Full;
   for (unsigned S = 0; S < PC.P; ++S) {
-    double P = A.Params[S] + A.SplitParams[S] / PC.T + A.CopyParams[S] + A.CopySplit[S] / PC.T;
+    double P = stageParamCount(PC, A, S);
     // 1F1B: stage s holds p - s micro-batches in flight; interleaving adds
     // (p-1)/(p v) of a micro-batch's activations (Narayanan et al. 2021).
     double InFlight = double(PC.P - S);
@@ -934,8 +945,6 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan
       WorstMem = Mem;
       WorstParams = P * PerParam + Frozen;
       WorstAct = Act;
-      WorstParamCount = P;
-      Worst = S;
     }
   }
   // ZeRO-3 holds a parameter whole only while it is used: the tensor in
@@ -967,14 +976,11 @@ double Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan
                               .str()
                         : std::string());
   }
-  return WorstParamCount;
 }
 
-void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
-                         double WorstParamCount, double LastReady, double Pipeline,
-                         PlanEval &E) const {
-  // Data parallel: gradients of the fullest stage, ring all-reduce over d.
-  double GradBytes = WorstParamCount * WBytes;
+double Planner::dataParallelSeconds(const PlanConfig &PC, const Links &L,
+                                    double ParamCount) const {
+  double GradBytes = ParamCount * WBytes;
   double DPBw = groupBandwidth(PC.T, PC.D), DPLat = linkLatency(L.DPInter);
   if (PC.Zero >= 3 && PC.D > 1) {
     // ZeRO-3 (DeepSpeed) gathers each parameter tensor before its module
@@ -988,21 +994,50 @@ void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L
     // from measurement, not derived: see README's Table 2.
     double Tensors = double(ParamPos.size()) / PC.P;
     double Own = linkBandwidth(L.DPInter);
-    E.DPSeconds = 1.5 * collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, Own, 0) +
-                  3 * Tensors * (PC.D - 1) * DPLat;
-  } else {
-    E.DPSeconds = collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, DPBw, DPLat);
+    return 1.5 * collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, Own, 0) +
+           3 * Tensors * (PC.D - 1) * DPLat;
   }
-  // Overlapped, each gradient's reduction starts when the backward has
-  // computed it: all but the share of the gradient ready last (the stage's
-  // first weights: an embedding, or a whole recurrent layer) can hide
-  // behind the backward that is left.
-  E.DPLastReadyShare = WorstParamCount > 0 ? std::min(1.0, LastReady / WorstParamCount) : 0.0;
-  double Hidden = Opts.OverlapGradReduce
-                      ? std::min(E.DPSeconds * (1 - E.DPLastReadyShare), A.Bwd)
-                      : 0.0;
-  E.DPExposedSeconds = E.DPSeconds - Hidden;
-  E.OverlapSlowdownSeconds = Hidden * Opts.OverlapSlowdown;
+  return collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, DPBw, DPLat);
+}
+
+void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
+                         double Pipeline, PlanEval &E) const {
+  // Data parallel: each stage all-reduces its own gradients over d (a ring,
+  // or ZeRO-3's per-tensor collectives), starting when its backward ends.
+  // In 1F1B's cool-down the last micro-batch's backward leaves stage s
+  // before stages s-1 .. 0 run theirs (their first chunks', with a send
+  // before each), so stage s's reduction has that much head start on the
+  // step's end (their backward kernels and tensor-parallel collectives;
+  // recomputed forwards left out, so a lower bound); stage 0 has none.
+  // Overlapped, each gradient's reduction starts when the last micro-
+  // batch's backward has computed it: all but the share of the stage's
+  // gradient ready last (its first weights: an embedding, or a whole
+  // recurrent layer) can hide behind the backward that is left. The step
+  // waits for the stage whose reduction ends last.
+  double Send = PC.M > 0 ? E.P2PSeconds / PC.M / (2.0 * PC.V) : 0; // one boundary, one way
+  double MostParams = 0;
+  bool Found = false;
+  double WorstEnd = 0;
+  for (unsigned S = 0; S < PC.P; ++S) {
+    double Count = stageParamCount(PC, A, S);
+    MostParams = std::max(MostParams, Count);
+    double DP = dataParallelSeconds(PC, L, Count);
+    double Share = Count > 0 ? std::min(1.0, A.LastReady[S] / Count) : 0.0;
+    double Hidden = Opts.OverlapGradReduce ? std::min(DP * (1 - Share), A.Bwd) : 0.0;
+    double HeadStart = A.CoolDown[S] + S * Send;
+    double End = DP - Hidden - HeadStart;
+    if (!Found || End > WorstEnd || (End == WorstEnd && DP > E.DPSeconds)) {
+      Found = true;
+      WorstEnd = End;
+      E.DPSeconds = DP;
+      E.DPLastReadyShare = Share;
+      E.DPExposedSeconds = std::max(0.0, End);
+      E.OverlapSlowdownSeconds = Hidden * Opts.OverlapSlowdown;
+      E.DPStage = S;
+      E.DPHeadStartSeconds = HeadStart;
+    }
+  }
+  double WorstParamCount = MostParams;
   // Shared weights on several stages: their copies' gradients all-reduced
   // over those stages after the backward (Megatron's embedding all-reduce).
   for (auto &[Stages, Split, Elems] : A.Tied)

@@ -81,9 +81,15 @@ struct PlanEval {
   double TPSeconds = 0;       ///< tensor-parallel collectives on the critical path
   double P2PSeconds = 0;
   double BubbleSeconds = 0;
+  /// The data-parallel reduction of the stage whose reduction ends last
+  /// (DPStage, 0 the first), and what of it the step waits for.
   double DPSeconds = 0, DPExposedSeconds = 0, OverlapSlowdownSeconds = 0;
-  /// The share of the fullest stage's gradient its backward computes last
-  /// (its first weights): overlapped or not, its reduction is exposed.
+  unsigned DPStage = 0;
+  /// How much earlier than the first stage's that stage's backward ends
+  /// (1F1B's cool-down reaches it DPStage chunk backwards and sends sooner).
+  double DPHeadStartSeconds = 0;
+  /// The share of that stage's gradient its backward computes last (its
+  /// first weights): overlapped or not, its reduction is exposed.
   double DPLastReadyShare = 0;
   /// Gradient all-reduce of weights shared across pipeline stages (a tied
   /// embedding), after the backward.

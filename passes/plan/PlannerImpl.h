@@ -186,6 +186,9 @@ struct StageAgg {
   /// last in the backward (the first chunk's first weight-holding
   /// position's): their all-reduce has no backward left to hide behind.
   std::vector<double> LastReady;
+  /// Per stage: the backward the stages before it run after its last one
+  /// (1F1B's cool-down: chunks s-1 .. 0 of the last micro-batch).
+  std::vector<double> CoolDown;
   /// Copies of shared weights held by stages other than their owner's
   /// (unsplit, and split t ways), per stage.
   std::vector<double> CopyParams, CopySplit;
@@ -223,6 +226,9 @@ struct Group {
   /// Prefix[k]: the costs of positions 0 .. k-1 summed in order (cost():
   /// forward + backward + recompute + TP).
   std::vector<double> Prefix[3];
+  /// PreB[k]: the backward of positions 0 .. k-1 (kernels and backward
+  /// tensor-parallel collectives).
+  std::vector<double> PreB;
   std::vector<double> Collapsed[3]; ///< Prefix at the stage boundaries (for balance)
   bool Bounded[3] = {false, false, false}; ///< every cost finite and non-negative
   /// Position Q's forward and backward time.
@@ -535,11 +541,17 @@ private:
   /// Returns the pipeline's time (micro-batches and bubble).
   double evalPipeline(const PlanConfig &PC, const StageAgg &A, const Links &L,
                       PlanEval &E) const;
-  /// Returns the fullest stage's parameter count, and that stage in Worst.
-  double evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP, PlanEval &E,
-                    unsigned &Worst) const;
-  void evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
-                  double WorstParamCount, double LastReady, double Pipeline,
+  /// The memory of the fullest stage (E.MemoryBytes and its terms, E.Fits).
+  void evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &TP,
+                  PlanEval &E) const;
+  /// The parameters (elements) on one device of stage S.
+  double stageParamCount(const PlanConfig &PC, const StageAgg &A, unsigned S) const;
+  /// The data-parallel reduction of ParamCount elements' gradients.
+  double dataParallelSeconds(const PlanConfig &PC, const Links &L, double ParamCount) const;
+  /// The gradient reductions (the stage whose reduction ends last), the
+  /// optimizer, the input feed and the step's time; E's pipeline terms
+  /// (evalPipeline) already set.
+  void evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L, double Pipeline,
                   PlanEval &E) const;
   /// A configuration to evaluate on N devices.
   struct Job {

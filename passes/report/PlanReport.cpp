@@ -128,6 +128,10 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
                                 W.DPLastReadyShare)
                             .str(),
                   ms(W.DPExposedSeconds));
+  if (W.C.D > 1 && W.DPStage > 0)
+    OS << formatv("    (stage {0}'s gradients, whose reduction ends last: its backward ends "
+                  "{1} before the first stage's, in the pipeline's cool-down.)\n",
+                  W.DPStage + 1, ms(W.DPHeadStartSeconds));
   if (W.C.T > 1)
     OS << formatv("  - tensor parallel x{0} on the {1} link: {2} collective(s) per step on "
                   "the critical path ({3}); splits found by propagation: {4} column, {5} row, "
@@ -198,6 +202,8 @@ llvm::json::Object evalJson(const PlanEval &E) {
       {"dp_seconds", E.DPSeconds},
       {"dp_exposed_seconds", E.DPExposedSeconds},
       {"dp_last_ready_share", E.DPLastReadyShare},
+      {"dp_stage", int64_t(E.DPStage)},
+      {"dp_head_start_seconds", E.DPHeadStartSeconds},
       {"overlap_slowdown_seconds", E.OverlapSlowdownSeconds},
       {"tied_sync_seconds", E.TiedSyncSeconds},
       {"optimizer_seconds", E.OptimizerSeconds},
