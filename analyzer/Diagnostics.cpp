@@ -1,5 +1,6 @@
 //===- Diagnostics.cpp - Errors and warnings ------------------------------===//
 #include "analyzer/Diagnostics.h"
+#include "analyzer/SafeText.h"
 
 using namespace ridge;
 
@@ -14,5 +15,5 @@ llvm::Error ridge::usageError(const llvm::Twine &Msg) {
 
 void DiagnosticEngine::flush(llvm::raw_ostream &OS) {
   for (; Flushed < Warnings.size(); ++Flushed)
-    OS << "ridge: warning: " << Warnings[Flushed] << '\n';
+    OS << "ridge: warning: " << escapeControls(Warnings[Flushed]) << '\n';
 }

@@ -4,6 +4,7 @@
 // runs it, prints diagnostics. Nothing else lives here.
 //
 //===----------------------------------------------------------------------===//
+#include "analyzer/SafeText.h"
 #include "devices/Calibrate.h"
 #include "devices/Device.h"
 #include "analyzer/onnx/AnnotatedModel.h"
@@ -312,18 +313,28 @@ static cl::opt<bool> ListPasses("list-passes", cl::desc("List the passes --passe
                                 cl::cat(RidgeCat));
 
 static int fail(llvm::Error E) {
-  llvm::WithColor::error(llvm::errs(), "ridge") << llvm::toString(std::move(E)) << '\n';
+  // (A message may quote the model's strings: its control characters are
+  // escaped, SafeText.h.)
+  llvm::WithColor::error(llvm::errs(), "ridge") << escapeControls(llvm::toString(std::move(E)))
+                                                << '\n';
   return 1;
 }
+
+/// The output file (-o, or stdout), under the control-escaping text stream
+/// every report writes to.
+static llvm::raw_fd_ostream *OutFile = nullptr;
 
 /// Flushes the output and ends the run. Freeing a 100k-node model and its
 /// analyses one object at a time takes longer than analyzing it, and the
 /// process is about to end (clang's -disable-free does the same); --timing's
 /// report prints at teardown, so then the run returns normally.
-static int finish(llvm::raw_fd_ostream &Out, int RC) {
+static int finish(llvm::raw_ostream &Out, int RC) {
   Out.flush();
-  if (Out.has_error()) {
-    Out.clear_error();
+  if (auto *Text = dynamic_cast<ControlEscapingStream *>(&Out))
+    Text->releaseHeldByte();
+  OutFile->flush();
+  if (OutFile->has_error()) {
+    OutFile->clear_error();
     return fail(fileError(OutputPath, "write failed"));
   }
   if (!TimePasses) {
@@ -445,7 +456,7 @@ static llvm::Expected<LoadOptions> loadOptions() {
 }
 
 /// The Config every pass reads, from the shared options.
-static llvm::Expected<Config> passConfig(llvm::raw_fd_ostream &Out, const Device *Dev) {
+static llvm::Expected<Config> passConfig(llvm::raw_ostream &Out, const Device *Dev) {
   Config C;
   C.Out = &Out;
   C.Format = Format;
@@ -533,7 +544,7 @@ static llvm::Expected<PlanOptions> planOptions(Timing &Timer) {
 
 /// `ridge plan`: the planner loads the model itself (once, its batch a symbol).
 static int runPlan(const LoadOptions &LO, const Config &C, Timing &Timer,
-                   DiagnosticEngine &Diags, llvm::raw_fd_ostream &Out) {
+                   DiagnosticEngine &Diags, llvm::raw_ostream &Out) {
   auto PO = planOptions(Timer);
   if (!PO)
     return fail(PO.takeError());
@@ -579,7 +590,7 @@ static ServingOptions servingOptions() {
 /// `ridge analyze --prompt/--context`: the model loaded at the prefill and
 /// decode dims (and the sweep's batches), each pass analyzed forward-only.
 static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
-                      llvm::raw_fd_ostream &Out) {
+                      llvm::raw_ostream &Out) {
   if (!C.Budgets.empty())
     return fail(usageError("--fail-if: budgets check analyze's report; with --prompt or "
                            "--context they are not supported yet"));
@@ -608,7 +619,7 @@ static int runServing(const LoadOptions &LO, const Config &C, DiagnosticEngine &
 /// `ridge plan --inference`: tensor parallelism, stages and replicas for
 /// one serving pass.
 static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
-                            llvm::raw_fd_ostream &Out) {
+                            llvm::raw_ostream &Out) {
   if (PlanGlobalBatch.getNumOccurrences() || PlanMicroBatch.getNumOccurrences() ||
       PlanDP.getNumOccurrences())
     return fail(usageError("plan --inference: --global-batch, --micro-batch and --dp are "
@@ -642,7 +653,7 @@ static int runInferencePlan(const LoadOptions &LO, const Config &C, DiagnosticEn
 /// `ridge diff OLD NEW`: both analyzed with the same options, their reports
 /// compared; --fail-if budgets on the new one (changes from the old).
 static int runDiff(const LoadOptions &LO, const Config &C, DiagnosticEngine &Diags,
-                   llvm::raw_fd_ostream &Out) {
+                   llvm::raw_ostream &Out) {
   // The models live as long as their documents: a document's strings
   // (node and value names) point into its model's name arena.
   std::vector<std::unique_ptr<Model>> Models;
@@ -669,7 +680,7 @@ static int runDiff(const LoadOptions &LO, const Config &C, DiagnosticEngine &Dia
 
 /// `ridge print`, `analyze` and `run`: load, then run the pipeline.
 static int runPipeline(PassManager &PM, const LoadOptions &LO, const Config &C, Timing &Timer,
-                       DiagnosticEngine &Diags, llvm::raw_fd_ostream &Out) {
+                       DiagnosticEngine &Diags, llvm::raw_ostream &Out) {
   auto Src = ModelSource::open(ModelPath, LO);
   if (!Src)
     return fail(Src.takeError());
@@ -718,9 +729,11 @@ static int runModelCommand(const Device *Dev) {
   LO->Timer = &Timer;
   DiagnosticEngine Diags;
   std::error_code EC;
-  llvm::raw_fd_ostream Out(OutputPath, EC, llvm::sys::fs::OF_None);
+  llvm::raw_fd_ostream File(OutputPath, EC, llvm::sys::fs::OF_None);
   if (EC)
     return fail(fileError(OutputPath, EC.message()));
+  OutFile = &File;
+  ControlEscapingStream Out(File);
   auto C = passConfig(Out, Dev);
   if (!C)
     return fail(C.takeError());

@@ -545,19 +545,18 @@ void printText(const Model &M, const GraphSummaryResult &S, const CostResult &C,
     std::string Intensity = std::isfinite(FwdIntensity)
                                 ? formatv("{0:F1}", FwdIntensity).str()
                                 : std::string("-");
-    std::string BoundStr = boundName(R.Fwd.B);
     // Memory-bound rows stand out: upper case, and yellow on a terminal.
-    if (R.Fwd.B == Bound::Memory)
-      BoundStr = Cfg.Color ? "\x1b[33mMEMORY\x1b[0m  " : "MEMORY";
-    OS << formatv("{0,10} {1,10} {2,10} {3,10} {4,8} {5,10} {6} {7,10}",
-                  siNumber(NC->Fwd.Flops * K),
+    bool Memory = R.Fwd.B == Bound::Memory;
+    OS << formatv("{0,10} {1,10} {2,10} {3,10} {4,8} {5,10} ", siNumber(NC->Fwd.Flops * K),
                   NC->NeedsBackward ? siNumber(NC->Bwd.Flops * K) : std::string("-"),
                   siNumber(NC->Fwd.Macs * K), siNumber((NC->Fwd.Bytes + NC->Bwd.Bytes) * K, "B"),
-                  Intensity, seconds(nodeSeconds(C, RL, NC)),
-                  Cfg.Color && R.Fwd.B == Bound::Memory
-                      ? BoundStr
-                      : formatv("{0,-8}", BoundStr).str(),
-                  siNumber(nodeSavedBytes(*NC, C, floatBytes(Cfg)) * K, "B"));
+                  Intensity, seconds(nodeSeconds(C, RL, NC)));
+    if (Memory && Cfg.Color)
+      OS.changeColor(llvm::raw_ostream::YELLOW);
+    OS << formatv("{0,-8}", Memory ? "MEMORY" : boundName(R.Fwd.B));
+    if (Memory && Cfg.Color)
+      OS.resetColor();
+    OS << formatv(" {0,10}", siNumber(nodeSavedBytes(*NC, C, floatBytes(Cfg)) * K, "B"));
     if (Limits) {
       OS << "  " << limitName(R.Fwd.Why);
       if (NC->NeedsBackward && R.Bwd.Why != R.Fwd.Why)
