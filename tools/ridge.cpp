@@ -779,7 +779,8 @@ int main(int argc, char **argv) {
   if (!Devices)
     return fail(Devices.takeError());
   if (DevicesCmd) {
-    printDeviceTable(*Devices, llvm::outs());
+    ControlEscapingStream Text(llvm::outs()); // device files are input too
+    printDeviceTable(*Devices, Text);
     return 0;
   }
   auto Dev = selectDevice(*Devices);
