@@ -5,9 +5,13 @@
 // --context, else the prefill of --prompt) is analyzed once at --batch; then
 // per configuration:
 //   tensor parallelism: the sharding propagation (Sharding.h, as for
-//     training) says which nodes split t ways; a split node takes its
-//     single-device time scaled by the roofline's ratio for a t-th of its
-//     work (so the launch floor stays); each forward all-reduce of a
+//     training) says which nodes split t ways; a split matrix product
+//     takes its single-device time scaled by the kernel model's ratio for
+//     its split shape (a column split divides N, a row split K, another
+//     split the batch: the tiles and waves of a t-th of the product, as
+//     the training plan times it), any other split node by the roofline's
+//     ratio for a t-th of its work (so the launch floor stays); each
+//     forward all-reduce of a
 //     partial sum costs a ring all-reduce of the full tensor on the link
 //     the group spans, 2(t-1)/t bytes/bandwidth + 2(t-1) latencies, on the
 //     critical path, once per pass (per token in decode);
@@ -30,6 +34,7 @@
 #include "passes/inference/Inference.h"
 #include "passes/plan/Planner.h"
 #include "passes/plan/Sharding.h"
+#include "passes/roofline/KernelModel.h"
 #include "passes/roofline/Roofline.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <algorithm>
@@ -121,6 +126,31 @@ PassProfile profile(const Model &M, const CostResult &C, const RooflineResult &R
   return P;
 }
 
+/// The kernel model's time of product node N split T ways as its sharding
+/// says (Split: its weight's split), over its time whole; none when N is no
+/// product with known shapes or the device has no kernel model.
+std::optional<double> splitProductRatio(const Node &N, WeightSplitKind Split, unsigned T,
+                                        DType Type, const Config &Cfg, GemmMemo &Memo) {
+  const Device &D = *Cfg.Dev;
+  std::optional<GemmShape> Whole = productShape(N);
+  if (!Whole || !hasKernelModel(D, Cfg))
+    return std::nullopt;
+  GemmShape Part = *Whole;
+  if (Split == WeightSplitKind::Col)
+    Part.N /= T;
+  else if (Split == WeightSplitKind::Row)
+    Part.K /= T;
+  else
+    (Part.Batch >= T ? Part.Batch : Part.M) /= T;
+  MathUnit U = mathUnit(D, Type, Cfg);
+  double Elem = dtypeBytes(Type);
+  double Full = productPhase(*Whole, false, false, false, U, D, Elem, &Memo).seconds();
+  double Shard = productPhase(Part, false, false, false, U, D, Elem, &Memo).seconds();
+  if (!(Full > 0))
+    return std::nullopt;
+  return Shard / Full;
+}
+
 /// Contiguous stages of about equal time: cut where the running time
 /// passes j/p of the total. Returns the first node of each stage.
 std::vector<size_t> balanceStages(const std::vector<double> &Seconds, unsigned P) {
@@ -154,9 +184,15 @@ InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, uns
   LinkUse TPLink = ringLink(D, 1, T, PerNode), PPLink = linkFor(D, PPInter);
   // Node times at degree T.
   std::vector<double> Time(Nodes);
+  GemmMemo Memo;
   for (size_t I = 0; I < Nodes; ++I) {
     Time[I] = Prof.Seconds[I];
-    if (T > 1 && S.Split[I] && Prof.RoofSeconds[I] > 0) {
+    if (T <= 1 || !S.Split[I])
+      continue;
+    if (std::optional<double> R =
+            splitProductRatio(*G.Nodes[I], S.WeightSplit[I], T, Prof.Type[I], Cfg, Memo)) {
+      Time[I] *= *R;
+    } else if (Prof.RoofSeconds[I] > 0) {
       double Part = placeOnDevice(Prof.Fwd[I] * (1.0 / T), D, Prof.Type[I], Cfg).Seconds;
       Time[I] *= Part / Prof.RoofSeconds[I];
     }
