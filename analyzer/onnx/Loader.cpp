@@ -301,6 +301,17 @@ Error checkBindingsUsed(llvm::StringRef File, const Model &M, const LoadOptions 
   return Error::success();
 }
 
+/// What the model keeps of a shape inference: its data-dependent symbols,
+/// broadcast assumptions, loops' trip counts and invalid nodes. (The model
+/// imported again after ONNX's fallback inference once lost its loops' trip
+/// counts: one place moves them all.)
+void keepInferenceResults(Model &M, ShapeInferenceStats &Stats) {
+  M.DataSymbols = std::move(Stats.DataSymbols);
+  M.BroadcastAssumptions = std::move(Stats.Assumptions);
+  M.LoopTrips = std::move(Stats.LoopTrips);
+  M.InvalidNodes = std::move(Stats.Invalid);
+}
+
 void inferShapesInProcess(llvm::StringRef File, onnx::ModelProto &Proto,
                           DiagnosticEngine &Diags) {
   // Strict first, so that a broken model is reported; then leniently, so that
@@ -820,10 +831,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
   if (Opts.InferShapes) {
     Phase.emplace(Opts.Timer, "load: shape inference");
     ShapeInferenceStats Stats = ridge::inferShapes(*(*M)->Main, **M);
-    (*M)->DataSymbols = std::move(Stats.DataSymbols);
-    (*M)->BroadcastAssumptions = std::move(Stats.Assumptions);
-    (*M)->LoopTrips = std::move(Stats.LoopTrips);
-    (*M)->InvalidNodes = std::move(Stats.Invalid);
+    keepInferenceResults(**M, Stats);
     if (Error E = reportConflicts(Path, Stats.Conflicts, Opts, Diags))
       return E;
     if (Stats.Unknown > 0) {
@@ -843,9 +851,7 @@ llvm::Expected<std::unique_ptr<Model>> ModelSource::load(const LoadOptions &Opts
         (*M)->DimBindings[Name] = N;
       Phase.emplace(Opts.Timer, "load: shape inference");
       ShapeInferenceStats Again2 = ridge::inferShapes(*(*M)->Main, **M);
-      (*M)->DataSymbols = std::move(Again2.DataSymbols);
-      (*M)->BroadcastAssumptions = std::move(Again2.Assumptions);
-      (*M)->InvalidNodes = std::move(Again2.Invalid);
+      keepInferenceResults(**M, Again2);
     }
   }
   if (Error E = checkBindingsUsed(Path, **M, Opts, Used))

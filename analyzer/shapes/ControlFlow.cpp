@@ -638,11 +638,29 @@ void ruleSequenceMap(Ctx &C) {
     typeLike(*Body->Inputs[I], Elem);
   }
   C.Inf.inferGraph(*Body);
+  // The body runs once an element of the first input (a sequence): the
+  // count its composition gives, else a symbol, bindable with --dim, that
+  // the body's cost multiplies by. With the count known, each output holds
+  // that many elements of the body's output shape (the body inferred on the
+  // elements' common shape).
+  const ElemInfo *First = elemsOf(C, 0);
   for (size_t O = 0; O < C.numOuts() && O < Body->Outputs.size(); ++O) {
     ElemInfo E;
     E.Elem = Body->Outputs[O]->Elem;
     E.Shp = Body->Outputs[O]->Shp;
+    if (First && First->Items)
+      E.Items.emplace(First->Items->size(), Body->Outputs[O]->Shp);
     setElems(C, O, E);
+  }
+  if (First && First->Items) {
+    C.Inf.LoopTrips[&C.N] = sym::constant(int64_t(First->Items->size()));
+  } else if (First && First->Empty) {
+    C.Inf.LoopTrips[&C.N] = sym::constant(0);
+  } else {
+    Dim Elements = dataSymbol(C, "elements",
+                              "elements of the sequence it maps (decided at run time)", nullptr);
+    if (Elements.isDetermined())
+      C.Inf.LoopTrips[&C.N] = Elements.expr();
   }
 }
 

@@ -417,7 +417,7 @@ void CostWalker::propagate(const Graph &G) {
 
 std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
   Known = false;
-  if (N.OpType == "Loop") {
+  if (N.OpType == "Loop" || N.OpType == "SequenceMap") {
     // Shape inference's count first: the maximum, or the iterations bound
     // with --dim <loop>.trips=N of a loop its condition may stop early.
     auto It = M.LoopTrips.find(&N);
@@ -425,12 +425,12 @@ std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
       Known = true;
       return double(*It->second->constant());
     }
-    if (const Value *Max = N.input(0))
+    if (const Value *Max = N.OpType == "Loop" ? N.input(0) : nullptr)
       if (Max->IntData && Max->IntData->size() == 1) {
         Known = true;
         return double((*Max->IntData)[0]);
       }
-    if (Cfg.TripCount) {
+    if (Cfg.TripCount && N.OpType == "Loop") {
       Known = true;
       return double(*Cfg.TripCount);
     }
@@ -494,7 +494,7 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
         std::optional<double> Trips = N.OpType == "If" ? std::optional<double>(1.0)
                                                       : tripCount(N, Known);
         sym::Count Outer = SymTrips;
-        if (!Trips && N.OpType == "Loop")
+        if (!Trips && (N.OpType == "Loop" || N.OpType == "SequenceMap"))
           SymTrips = SymTrips * symbolicTrips(N);
         for (Graph *Sub : Subs)
           walk(*Sub, Multiplier * Trips.value_or(1));
@@ -619,11 +619,10 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   } else {
     applyRule(*Rule, C, NC);
   }
-  if (N.OpType == "SequenceMap" && N.Domain.empty())
-    NC.setUnmodeled("sequence length unknown statically: body counted once");
   if (auto It = M.InvalidNodes.find(&N); It != M.InvalidNodes.end())
     NC.setUnmodeled(It->second);
-  if ((N.OpType == "Loop" || N.OpType == "Scan") && N.Domain.empty()) {
+  if ((N.OpType == "Loop" || N.OpType == "Scan" || N.OpType == "SequenceMap") &&
+      N.Domain.empty()) {
     bool Known = false;
     tripCount(N, Known);
     if (!Known) {
@@ -632,10 +631,11 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
       if (It != M.LoopTrips.end() && It->second)
         for (const std::string &S : sym::symbols(It->second))
           Bind += (Bind.empty() ? "bind --dim " : " --dim ") + S + "=N";
-      if (Bind.empty())
+      if (Bind.empty() && N.OpType == "Loop")
         Bind = "pass --trip-count N";
-      NC.setUnmodeled(N.OpType == "Loop"
-                          ? "trip count unknown: body counted once (" + Bind + ")"
+      NC.setUnmodeled(N.OpType == "Loop" ? "trip count unknown: body counted once (" + Bind + ")"
+                      : N.OpType == "SequenceMap"
+                          ? "sequence length unknown: body counted once (" + Bind + ")"
                           : "scan length unknown: body counted once");
     }
   }
