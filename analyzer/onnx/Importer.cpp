@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include <onnx/onnx_pb.h>
 #include <array>
@@ -181,6 +182,9 @@ public:
   /// One warning per missing external file, not one per initializer (a
   /// generated model can have hundreds of thousands).
   void reportMissingExternal();
+  /// The first name that is not valid UTF-8, as an error's words ("" when
+  /// none is).
+  llvm::StringRef badText() const { return BadText; }
 
 private:
   std::map<std::string, std::pair<std::string, size_t>> MissingExternal;
@@ -202,9 +206,23 @@ private:
     if (S.empty())
       return {};
     auto [It, New] = Interned.try_emplace(S);
-    if (New)
+    if (New) {
       It->second = InternedString::of(S);
+      checkText(S, "an op type or domain");
+    }
     return It->second;
+  }
+
+  /// The first name or type string that is not valid UTF-8, said as the
+  /// error the import ends with (ONNX's names are protobuf strings: valid
+  /// UTF-8; JSON and the reports carry them). Checked as the IR keeps each:
+  /// plain ASCII, nearly every name, is one pass over its bytes.
+  std::string BadText;
+  void checkText(llvm::StringRef S, const llvm::Twine &What) {
+    if (LLVM_LIKELY(llvm::all_of(S, [](char C) { return (unsigned char)C < 0x80; })) ||
+        !BadText.empty() || llvm::json::isUTF8(S))
+      return;
+    BadText = (What + " '" + llvm::json::fixUTF8(S) + "' is not valid UTF-8").str();
   }
 
   /// What names the tensor in errors (a Twine: built only for an error).
@@ -260,6 +278,7 @@ Error Importer::importType(const wire::Type &T, Value &V) {
                            V.Name, D.Value, I));
       S.Dims.push_back(Dim::known(D.Value));
     } else {
+      checkText(D.Param, "dim name");
       S.Dims.push_back(Dim::fromParam(D.Param));
     }
   }
@@ -325,6 +344,7 @@ Error Importer::importInitializer(
   auto [V, Added] = G.tryAddValue(T.Name, ValueKind::Initializer);
   if (!Added)
     return err(formatv("initializer '{0}' is defined twice", T.Name));
+  checkText(T.Name, "initializer");
   llvm::SmallVector<int64_t, 4> Dims;
   if (Error E = importTensorMeta(T, "initializer '" + llvm::Twine(T.Name) + "'",
                                  V->Elem, Dims))
@@ -378,6 +398,7 @@ Error Importer::importAttribute(const wire::Attribute &AP, Node &N,
                                 const std::map<std::string, int64_t> &Opsets) {
   Attribute A;
   A.Name = AP.Name.str();
+  checkText(AP.Name, "attribute name");
   A.K = attributeKind(AP);
   using K = Attribute::Kind;
   auto ImportSub = [&](const wire::Graph &SP) -> Error {
@@ -443,6 +464,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                             const std::map<std::string, int64_t> &Opsets) {
   if (G.Name.empty())
     G.Name = GP.Name.empty() ? "main" : GP.Name.str();
+  checkText(GP.Name, "graph name");
   // Sized for the values there will be (the index's slots are all written
   // when it is allocated).
   G.reserveValues(GP.Initializers.size() + GP.Inputs.size() + GP.NumNodeOutputs);
@@ -481,9 +503,10 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     if (VI.Name.empty())
       return err(formatv("graph '{0}' has an input with no name", G.Name));
     Value *V = G.lookupLocal(VI.Name);
-    if (!V)
+    if (!V) {
       V = G.addValue(VI.Name, ValueKind::GraphInput);
-    else if (llvm::find(G.Inputs, V) != G.Inputs.end())
+      checkText(VI.Name, "graph input");
+    } else if (llvm::find(G.Inputs, V) != G.Inputs.end())
       return err(formatv("graph '{0}' lists input '{1}' twice", G.Name, VI.Name));
     if (!V->isInitializer())
       if (Error E = importType(VI.Ty, *V))
@@ -531,6 +554,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                                     : formatv("{0}_{1}", NP.OpType, I).str());
     else
       N->Name = G.saveName(NP.Name);
+    checkText(NP.Name, "node name");
     N->Parent = &G;
     if (N->OpType.empty())
       return err(formatv("node '{0}' has no op_type", N->Name));
@@ -561,6 +585,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                            "'{2}'",
                            Out, By, N->Name));
       }
+      checkText(Out, "value");
       V->setProducer(N);
       N->Outputs[J] = V;
     }
@@ -749,6 +774,8 @@ ridge::importModel(const wire::Model &Proto, llvm::StringRef File,
   M->Producer = Proto.ProducerName.str();
   if (!Proto.ProducerVersion.empty())
     M->Producer += " " + Proto.ProducerVersion.str();
+  if (!llvm::json::isUTF8(M->Producer)) // shown only: made valid, not refused
+    M->Producer = llvm::json::fixUTF8(M->Producer);
   if (!Proto.HasGraph)
     return fileError(File, "not an ONNX model: it has no graph");
   for (const auto &OS : Proto.Opsets) {
@@ -791,6 +818,9 @@ ridge::importModel(const wire::Model &Proto, llvm::StringRef File,
   M->Main = std::make_unique<Graph>();
   if (Error E = I.importGraph(Proto.G, *M->Main, M->Opsets))
     return E;
+  if (!I.badText().empty())
+    return fileError(File, I.badText() + " (ONNX's names are protobuf strings, which must be "
+                                       "UTF-8); refused");
   I.reportMissingExternal();
   // Every name is resolved: free the indexes until a pass asks for one.
   M->Main->releaseNameIndex();
