@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -676,6 +677,10 @@ llvm::Expected<Device> ridge::parseDevice(StringRef Text, StringRef FileName) {
   // "empty plain scalar".
   if (Text.contains('\0'))
     return fileError(FileName, "not a YAML text file (it contains NUL bytes)");
+  // YAML is Unicode text; a name with bytes that are not UTF-8 would reach
+  // the JSON ridge writes (which must be).
+  if (size_t At = 0; !llvm::json::isUTF8(Text, &At))
+    return fileError(FileName, formatv("not UTF-8 text (at byte {0}); a YAML file is", At));
   ParseState State;
   Device D;
   {
