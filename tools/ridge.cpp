@@ -21,6 +21,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
@@ -717,6 +718,14 @@ static int runModelCommand(const Device *Dev) {
   if (!ReportOut.empty())
     if (llvm::Error E = checkReportPath(ReportOut))
       return fail(std::move(E));
+  // JSON and the HTML page quote the input files' paths, and must be UTF-8.
+  if (Format == OutputFormat::Json || !ReportOut.empty() || DiffCmd)
+    for (const std::string *P : {&ModelPath.getValue(), &NewModelPath.getValue(),
+                                 &DeviceFile.getValue()})
+      if (!llvm::json::isUTF8(*P))
+        return fail(usageError("the path '" + llvm::json::fixUTF8(*P) +
+                               "' is not UTF-8, which JSON and the HTML report need; "
+                               "rename or link the file"));
   PassManager PM;
   std::string Pipeline = PrintCmd ? "print" : AnalyzeCmd ? "report" : Passes.getValue();
   if (RunCmd && Passes.empty())
