@@ -978,15 +978,19 @@ void Planner::evalMemory(const PlanConfig &PC, const StageAgg &A, const TPPlan &
   }
 }
 
-double Planner::dataParallelSeconds(const PlanConfig &PC, const Links &L,
-                                    double ParamCount) const {
+Planner::DataParallelComm Planner::dataParallelComm(const PlanConfig &PC, const Links &L,
+                                                   double ParamCount) const {
+  DataParallelComm C;
+  if (PC.D <= 1)
+    return C;
   double GradBytes = ParamCount * WBytes;
   double DPBw = groupBandwidth(PC.T, PC.D), DPLat = linkLatency(L.DPInter);
-  if (PC.Zero >= 3 && PC.D > 1) {
+  if (PC.Zero >= 3) {
     // ZeRO-3 (DeepSpeed) gathers each parameter tensor before its module
     // runs, in the forward and again for the backward, and reduce-scatters
     // its gradient: per tensor 3 collectives of (d-1)/d of it (the volume of
-    // 1.5 all-reduces), each call paying the ring's d-1 latency steps. They
+    // 1.5 all-reduces), each call paying the ring's d-1 latency steps, in
+    // every micro-batch (the parameters stay partitioned between them). They
     // are charged at one device's own link, not spread over a node's NICs
     // as a large all-reduce is: Megatron-LM's Table 2 measured ZeRO-3 at
     // about that rate (144 -> 88 -> 44 TFLOP/s as 384 -> 1536 GPUs share a
@@ -994,16 +998,33 @@ double Planner::dataParallelSeconds(const PlanConfig &PC, const Links &L,
     // from measurement, not derived: see README's Table 2.
     double Tensors = double(ParamPos.size()) / PC.P;
     double Own = linkBandwidth(L.DPInter);
-    return 1.5 * collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, Own, 0) +
-           3 * Tensors * (PC.D - 1) * DPLat;
+    C.PerMicroBatch =
+        1.5 * collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, Own, 0) +
+        3 * Tensors * (PC.D - 1) * DPLat;
+    C.Times = PC.M;
+    return C;
   }
-  return collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, DPBw, DPLat);
+  if (PC.Zero >= 1) {
+    // Sharded optimizer state: the gradients are reduce-scattered (ZeRO-1,
+    // Megatron-LM's distributed optimizer: once a step; ZeRO-2 keeps only its
+    // partition of them, so DeepSpeed reduces after every micro-batch's
+    // backward), and after the update each rank's parameters are
+    // all-gathered, which no backward is left to hide.
+    C.PerMicroBatch =
+        collectiveSeconds(CollectiveKind::ReduceScatter, GradBytes, PC.D, DPBw, DPLat);
+    C.Times = PC.Zero >= 2 ? PC.M : 1;
+    C.Tail = collectiveSeconds(CollectiveKind::AllGather, GradBytes, PC.D, DPBw, DPLat);
+    return C;
+  }
+  C.PerMicroBatch = collectiveSeconds(CollectiveKind::AllReduce, GradBytes, PC.D, DPBw, DPLat);
+  return C;
 }
 
 void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L,
                          double Pipeline, PlanEval &E) const {
-  // Data parallel: each stage all-reduces its own gradients over d (a ring,
-  // or ZeRO-3's per-tensor collectives), starting when its backward ends.
+  // Data parallel: each stage reduces its own gradients over d (a ring
+  // all-reduce, or ZeRO's collectives: dataParallelComm), from when its
+  // backward ends.
   // In 1F1B's cool-down the last micro-batch's backward leaves stage s
   // before stages s-1 .. 0 run theirs (their first chunks', with a send
   // before each), so stage s's reduction has that much head start on the
@@ -1021,9 +1042,24 @@ void Planner::evalUpdate(const PlanConfig &PC, const StageAgg &A, const Links &L
   for (unsigned S = 0; S < PC.P; ++S) {
     double Count = stageParamCount(PC, A, S);
     MostParams = std::max(MostParams, Count);
-    double DP = dataParallelSeconds(PC, L, Count);
+    DataParallelComm Comm = dataParallelComm(PC, L, Count);
+    double DP = Comm.total();
     double Share = Count > 0 ? std::min(1.0, A.LastReady[S] / Count) : 0.0;
-    double Hidden = Opts.OverlapGradReduce ? std::min(DP * (1 - Share), A.Bwd) : 0.0;
+    // Overlapped: the last micro-batch's reduction behind its backward (but
+    // the last-ready share), any earlier ones behind the rest of the step's
+    // compute while the link keeps up; the parameters' all-gather after the
+    // update behind the next step's first forward with Megatron-LM's
+    // distributed optimizer (ZeRO-1, --overlap-param-gather), never with
+    // DeepSpeed's ZeRO-2.
+    double Hidden = 0;
+    if (Opts.OverlapGradReduce) {
+      Hidden = std::min(Comm.PerMicroBatch * (1 - Share), A.Bwd);
+      if (Comm.Times > 1)
+        Hidden += std::min((Comm.Times - 1) * Comm.PerMicroBatch,
+                           std::max(0.0, Pipeline - A.Bwd));
+      if (PC.Zero == 1)
+        Hidden += std::min(Comm.Tail, std::max(0.0, A.Time - A.Bwd - A.Rec - A.TP));
+    }
     double HeadStart = A.CoolDown[S] + S * Send;
     double End = DP - Hidden - HeadStart;
     if (!Found || End > WorstEnd || (End == WorstEnd && DP > E.DPSeconds)) {

@@ -546,8 +546,18 @@ private:
                   PlanEval &E) const;
   /// The parameters (elements) on one device of stage S.
   double stageParamCount(const PlanConfig &PC, const StageAgg &A, unsigned S) const;
-  /// The data-parallel reduction of ParamCount elements' gradients.
-  double dataParallelSeconds(const PlanConfig &PC, const Links &L, double ParamCount) const;
+  /// The data-parallel collectives of a stage of ParamCount elements a
+  /// device: Times per step of PerMicroBatch (the gradients' reduction, or
+  /// ZeRO-3's gathers and reduction), then Tail after the update (ZeRO's
+  /// parameter all-gather).
+  struct DataParallelComm {
+    double PerMicroBatch = 0;
+    unsigned Times = 1;
+    double Tail = 0;
+    double total() const { return Times * PerMicroBatch + Tail; }
+  };
+  DataParallelComm dataParallelComm(const PlanConfig &PC, const Links &L,
+                                    double ParamCount) const;
   /// The gradient reductions (the stage whose reduction ends last), the
   /// optimizer, the input feed and the step's time; E's pipeline terms
   /// (evalPipeline) already set.

@@ -114,9 +114,20 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
   OS << formatv("  - the step is bounded by {0}: {1} of {2} ({3:P0}).\n", Max->What,
                 ms(Max->Seconds), ms(W.StepSeconds),
                 W.StepSeconds > 0 ? Max->Seconds / W.StepSeconds : 0.0);
+  // What the data-parallel collectives are (Evaluate.cpp's dataParallelComm).
+  std::string Collectives =
+      W.C.Zero >= 3   ? "ZeRO-3's parameter gathers and gradient reduce-scatter, every "
+                        "micro-batch"
+      : W.C.Zero == 2 ? "the gradients' reduce-scatter after every micro-batch ((d-1)/d of "
+                        "their bytes each) and the parameters' all-gather after the update"
+      : W.C.Zero == 1 ? "the gradients' reduce-scatter and the parameters' all-gather after "
+                        "the update ((d-1)/d of the bytes each"
+                        + std::string(R.Opts.OverlapGradReduce
+                                          ? "; the all-gather behind the next step's forward)"
+                                          : ")")
+                      : "the gradient all-reduce (ring 2(d-1)/d of the gradient bytes)";
   if (W.C.D > 1)
-    OS << formatv("  - data parallel x{0}: the gradient all-reduce ({1}, ring 2(d-1)/d of "
-                  "the gradient bytes on the {2} link) {3}; {4} stays exposed.\n",
+    OS << formatv("  - data parallel x{0}: {5}, {1} on the {2} link, {3}; {4} stays exposed.\n",
                   W.C.D, ms(W.DPSeconds), W.DPTier,
                   !R.Opts.OverlapGradReduce
                       ? std::string("runs after the backward (--overlap-grad-reduce=false)")
@@ -127,7 +138,7 @@ void explain(const PlanResult &R, const PlanEval &W, llvm::raw_ostream &OS) {
                                 "weights), reduced after it",
                                 W.DPLastReadyShare)
                             .str(),
-                  ms(W.DPExposedSeconds));
+                  ms(W.DPExposedSeconds), Collectives);
   if (W.C.D > 1 && W.DPStage > 0)
     OS << formatv("    (stage {0}'s gradients, whose reduction ends last: its backward ends "
                   "{1} before the first stage's, in the pipeline's cool-down.)\n",
@@ -242,7 +253,8 @@ void emit(const PlanResult &R, const PlanEval &W, const Config &Cfg, llvm::raw_o
     if (C.Zero >= 1)
       OS << " --use-distributed-optimizer";
     if (C.D > 1 && R.Opts.OverlapGradReduce)
-      OS << " --overlap-grad-reduce";
+      OS << (C.Zero >= 1 ? " --overlap-grad-reduce --overlap-param-gather"
+                         : " --overlap-grad-reduce");
     if (Bf16)
       OS << " --bf16";
     if (Fp16)
