@@ -75,6 +75,10 @@ struct Config {
   bool RooflineTimes = false;
   /// fp32 matrix products on TF32 tensor cores (the device's tf32 peak).
   bool TF32 = false;
+  /// 3x3 convolutions may run as Winograd (--winograd=false: the library
+  /// runs implicit GEMMs only, as cuDNN's tensor-op path and deterministic
+  /// algorithms do, and DeepBench forces with cuDNN 7+).
+  bool Winograd = true;
 
   // Report.
   /// --fail-if: budgets on the report's JSON totals ("step_seconds>0.5",

@@ -178,6 +178,11 @@ static cl::opt<TimeModel> TimeModelOpt(
     MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> TF32Opt("tf32", cl::desc("Run fp32 matrix products on TF32 tensor cores"),
                              MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<bool> WinogradOpt(
+    "winograd",
+    cl::desc("3x3 convolutions may run as Winograd (default true; false: implicit GEMMs "
+             "only, as cuDNN's tensor-op path and its deterministic algorithms run them)"),
+    cl::init(true), MODEL_SUBS, cl::cat(RidgeCat));
 static cl::opt<bool> InferenceOpt(
     "inference",
     cl::desc("Analyze a forward pass only: weights at their stored width, the peak of live "
@@ -490,6 +495,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_ostream &Out, const Device *D
   C.SumTerms = NoOverlap;
   C.RooflineTimes = TimeModelOpt == TimeModel::Roofline;
   C.TF32 = TF32Opt;
+  C.Winograd = WinogradOpt;
   C.RooflinePath = RooflineOut;
   C.AnnotatePath = AnnotateOut;
   C.ReportPath = ReportOut;

@@ -50,6 +50,14 @@ from onnx import TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+# The cuDNN major version each sheet was measured with (shared/validation/
+# deepbench/README.md). With cuDNN 7 or later DeepBench's conv_bench.cu
+# (USE_TENSOR_CORES, on by default there) sets CUDNN_TENSOR_OP_MATH and
+# forces the algorithms: IMPLICIT_PRECOMP_GEMM forward, BWD_DATA_ALGO_1 and
+# BWD_FILTER_ALGO_1, none of them Winograd; with cuDNN 6 it takes the
+# fastest cudnnFind returns. So the T4's convolutions run with
+# --winograd=false.
+CUDNN_MAJOR = {"T4": 7, "P100": 6, "1080Ti": 6, "TitanXp": 6}
 DEVICES = {  # DeepBench file -> ridge device name
     "T4": "T4",
     "P100": "P100-PCIE-16GB",
@@ -233,6 +241,8 @@ def main():
             for prec, kernels in data.items():
                 elem = TensorProto.FLOAT if prec == "fp32" else TensorProto.FLOAT16
                 extra = ["--dtype", "fp32"] if prec == "fp16-storage" else []
+                if CUDNN_MAJOR[gpu] >= 7:
+                    extra += ["--winograd=false"]
                 preds = predict(args.ridge, device, kernels, elem, extra, work, f"{gpu}-{prec}")
                 for k, p in zip(kernels, preds):
                     kind = "rnn" if k["kind"] in GATES else k["kind"]

@@ -416,7 +416,7 @@ PhaseKernels ridge::convPhase(const ConvGeometry &G, bool Bwd, const ConvGrads &
   PhaseKernels Out;
   double Batch = G.Batch, Cin = G.Cin, Cout = G.Cout, Groups = G.Groups;
   double InPix = G.InPix, OutPix = G.OutPix, Taps = G.Taps, Strides = G.Strides;
-  bool Winograd = G.Winograd;
+  bool Winograd = G.Winograd && Cfg.Winograd;
   double CinG = Cin / Groups, CoutG = Cout / Groups;
   // Depthwise: one input channel per group, no reuse to tile.
   if (CinG == 1 && Groups > 1) {
