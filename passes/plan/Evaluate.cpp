@@ -1009,7 +1009,8 @@ Planner::DataParallelComm Planner::dataParallelComm(const PlanConfig &PC, const 
     // Megatron-LM's distributed optimizer: once a step; ZeRO-2 keeps only its
     // partition of them, so DeepSpeed reduces after every micro-batch's
     // backward), and after the update each rank's parameters are
-    // all-gathered, which no backward is left to hide.
+    // all-gathered (no backward is left to hide that; the next step's
+    // forward may: evalUpdate).
     C.PerMicroBatch =
         collectiveSeconds(CollectiveKind::ReduceScatter, GradBytes, PC.D, DPBw, DPLat);
     C.Times = PC.Zero >= 2 ? PC.M : 1;
