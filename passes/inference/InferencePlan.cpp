@@ -5,12 +5,12 @@
 // --context, else the prefill of --prompt) is analyzed once at --batch; then
 // per configuration:
 //   tensor parallelism: the sharding propagation (Sharding.h, as for
-//     training) says which nodes split t ways; a split matrix product
-//     takes its single-device time scaled by the kernel model's ratio for
-//     its split shape (a column split divides N, a row split K, another
-//     split the batch: the tiles and waves of a t-th of the product, as
-//     the training plan times it), any other split node by the roofline's
-//     ratio for a t-th of its work (so the launch floor stays); each
+//     training) says which nodes split t ways; a split matrix product or
+//     convolution takes its single-device time scaled by the kernel
+//     model's ratio for its split shape (TPSplit: the tiles and waves of a
+//     t-th of it, as the training plan times it), any other split node by
+//     the roofline's ratio for a t-th of its work (so the launch floor
+//     stays); each
 //     forward all-reduce of a
 //     partial sum costs a ring all-reduce of the full tensor on the link
 //     the group spans, 2(t-1)/t bytes/bandwidth + 2(t-1) latencies, on the
@@ -126,26 +126,33 @@ PassProfile profile(const Model &M, const CostResult &C, const RooflineResult &R
   return P;
 }
 
-/// The kernel model's time of product node N split T ways as its sharding
-/// says (Split: its weight's split), over its time whole; none when N is no
-/// product with known shapes or the device has no kernel model.
-std::optional<double> splitProductRatio(const Node &N, WeightSplitKind Split, unsigned T,
-                                        DType Type, const Config &Cfg, GemmMemo &Memo) {
+/// The kernel model's forward time of a product or convolution node N split
+/// T ways as its sharding says (Split: its weight's split; TPSplit), over
+/// its time whole; none for another op, unknown shapes or a device without
+/// the kernel model. Fwd: N's forward counts (a depthwise convolution's
+/// streaming kernel).
+std::optional<double> splitKernelRatio(const Node &N, WeightSplitKind Split, unsigned T,
+                                       DType Type, const PhaseCost &Fwd, const Config &Cfg,
+                                       GemmMemo &Memo) {
   const Device &D = *Cfg.Dev;
-  std::optional<GemmShape> Whole = productShape(N);
-  if (!Whole || !hasKernelModel(D, Cfg))
+  if (!hasKernelModel(D, Cfg))
     return std::nullopt;
-  GemmShape Part = *Whole;
-  if (Split == WeightSplitKind::Col)
-    Part.N /= T;
-  else if (Split == WeightSplitKind::Row)
-    Part.K /= T;
-  else
-    (Part.Batch >= T ? Part.Batch : Part.M) /= T;
+  TPSplit How = Split == WeightSplitKind::Col   ? TPSplit::Columns
+                : Split == WeightSplitKind::Row ? TPSplit::Rows
+                                                : TPSplit::Other;
   MathUnit U = mathUnit(D, Type, Cfg);
-  double Elem = dtypeBytes(Type);
-  double Full = productPhase(*Whole, false, false, false, U, D, Elem, &Memo).seconds();
-  double Shard = productPhase(Part, false, false, false, U, D, Elem, &Memo).seconds();
+  double Elem = dtypeBytes(Type), Full = 0, Shard = 0;
+  if (std::optional<GemmShape> Whole = productShape(N)) {
+    Full = productPhase(*Whole, false, false, false, U, D, Elem, &Memo).seconds();
+    Shard = productPhase(splitShape(*Whole, How, T), false, false, false, U, D, Elem, &Memo)
+                .seconds();
+  } else if (std::optional<ConvGeometry> Whole = convGeometry(N)) {
+    ConvGrads None;
+    Full = convPhase(*Whole, false, None, Fwd, D, Type, Cfg, U, Elem, &Memo).seconds();
+    Shard = convPhase(splitShape(*Whole, How, T), false, None, Fwd * (1.0 / T), D, Type, Cfg,
+                      U, Elem, &Memo)
+                .seconds();
+  }
   if (!(Full > 0))
     return std::nullopt;
   return Shard / Full;
@@ -189,8 +196,8 @@ InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, uns
     Time[I] = Prof.Seconds[I];
     if (T <= 1 || !S.Split[I])
       continue;
-    if (std::optional<double> R =
-            splitProductRatio(*G.Nodes[I], S.WeightSplit[I], T, Prof.Type[I], Cfg, Memo)) {
+    if (std::optional<double> R = splitKernelRatio(*G.Nodes[I], S.WeightSplit[I], T,
+                                                   Prof.Type[I], Prof.Fwd[I], Cfg, Memo)) {
       Time[I] *= *R;
     } else if (Prof.RoofSeconds[I] > 0) {
       double Part = placeOnDevice(Prof.Fwd[I] * (1.0 / T), D, Prof.Type[I], Cfg).Seconds;

@@ -224,22 +224,10 @@ void Planner::convTimes(Workspace &W, const Position &X, double Mb, unsigned Kin
                         unsigned T, const PhaseCost &F, const PhaseCost &B, double &Fwd,
                         double &Bwd, double &FwdLaunches, double &BwdLaunches) {
   // The convolution at micro-batch Mb, split by tensor parallelism as its
-  // sharding says: a column split divides its output channels, a row split
-  // its input channels, another split the batch. A grouped convolution's
-  // channel split divides its groups (a depthwise one stays depthwise).
+  // sharding says (Kind: a TPSplit).
   ConvGeometry Geo = Convs[X.ShapeIdx].Geo;
   Geo.Batch = Convs[X.ShapeIdx].Batch.at(Mb);
-  if ((Kind == 1 || Kind == 2) && Geo.Groups > 1) {
-    Geo.Groups /= T;
-    Geo.Cin /= T;
-    Geo.Cout /= T;
-  } else if (Kind == 1) {
-    Geo.Cout /= T;
-  } else if (Kind == 2) {
-    Geo.Cin /= T;
-  } else if (Kind == 3) {
-    Geo.Batch /= T;
-  }
+  Geo = splitShape(Geo, TPSplit(Kind), T);
   MathUnit U = mathUnit(Dev, X.Type, Cfg);
   double Elem = dtypeBytes(X.Type);
   ConvGrads Grads{X.GradA, X.GradB, X.GradC};
@@ -272,16 +260,10 @@ void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned 
                            unsigned T, double &Fwd, double &Bwd, double &FwdLaunches,
                            double &BwdLaunches) {
   // The product at micro-batch Mb (each dim a polynomial in it), split by
-  // tensor parallelism as its sharding says: a column split divides N, a
-  // row split K, another split (attention's heads) the batch.
+  // tensor parallelism as its sharding says (Kind: a TPSplit).
   const GemmDims &D = Gemms[X.GemmIdx];
-  GemmShape S{D[0].at(Mb), D[1].at(Mb), D[2].at(Mb), D[3].at(Mb)};
-  if (Kind == 1)
-    S.N /= T;
-  else if (Kind == 2)
-    S.K /= T;
-  else if (Kind == 3)
-    (S.Batch >= T ? S.Batch : S.M) /= T;
+  GemmShape S = splitShape(GemmShape{D[0].at(Mb), D[1].at(Mb), D[2].at(Mb), D[3].at(Mb)},
+                           TPSplit(Kind), T);
   MathUnit U = mathUnit(Dev, X.Type, Cfg);
   double Elem = dtypeBytes(X.Type);
   PhaseKernels F = productPhase(S, false, false, false, U, Dev, Elem, &W.Memo);

@@ -267,6 +267,32 @@ KernelTime ridge::memoGemm(const char *Name, const GemmShape &S, const MathUnit 
   return T;
 }
 
+GemmShape ridge::splitShape(GemmShape S, TPSplit How, double T) {
+  if (How == TPSplit::Columns)
+    S.N /= T;
+  else if (How == TPSplit::Rows)
+    S.K /= T;
+  else if (How == TPSplit::Other)
+    (S.Batch >= T ? S.Batch : S.M) /= T;
+  return S;
+}
+
+ConvGeometry ridge::splitShape(ConvGeometry G, TPSplit How, double T) {
+  bool Channels = How == TPSplit::Columns || How == TPSplit::Rows;
+  if (Channels && G.Groups > 1) {
+    G.Groups /= T;
+    G.Cin /= T;
+    G.Cout /= T;
+  } else if (How == TPSplit::Columns) {
+    G.Cout /= T;
+  } else if (How == TPSplit::Rows) {
+    G.Cin /= T;
+  } else if (How == TPSplit::Other) {
+    G.Batch /= T;
+  }
+  return G;
+}
+
 PhaseKernels ridge::productPhase(const GemmShape &S, bool Bwd, bool GradA, bool GradB,
                                  const MathUnit &U, const Device &D, double Elem,
                                  GemmMemo *Memo) {

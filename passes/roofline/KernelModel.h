@@ -204,10 +204,21 @@ struct ConvGeometry {
          Strides = 1;
   bool Winograd = false;
 };
+/// How a t-way tensor-parallel split divides a product or a convolution on
+/// each device (the training and inference plans' sharding says which):
+/// Columns its N (a convolution's output channels), Rows its K (input
+/// channels), Other its batch (attention's heads; a product's M when its
+/// batch is smaller than t). A grouped convolution's channel split divides
+/// its groups (a depthwise one stays depthwise).
+enum class TPSplit : uint8_t { None, Columns, Rows, Other };
+GemmShape splitShape(GemmShape S, TPSplit How, double T);
+
 /// Which inputs of a convolution its backward computes gradients of.
 struct ConvGrads {
   bool X = false, W = false, Bias = false;
 };
+/// ConvGeometry G on each device of a t-way split (see TPSplit).
+ConvGeometry splitShape(ConvGeometry G, TPSplit How, double T);
 /// Conv node N's geometry from its shapes: its weight and every dim of its
 /// input and output known, the batch (dim 0) too when BatchKnown (else
 /// Batch is -1 where it is not known: the planner's formula in the batch).
