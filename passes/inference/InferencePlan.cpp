@@ -9,8 +9,9 @@
 //     convolution takes its single-device time scaled by the kernel
 //     model's ratio for its split shape (TPSplit: the tiles and waves of a
 //     t-th of it, as the training plan times it), any other split node by
-//     the roofline's ratio for a t-th of its work (so the launch floor
-//     stays); each
+//     its streaming kernel's ratio for a t-th of its work (the launch and
+//     the first bytes' DRAM latency stay; the roofline's ratio on a device
+//     without the kernel model); each
 //     forward all-reduce of a
 //     partial sum costs a ring all-reduce of the full tensor on the link
 //     the group spans, 2(t-1)/t bytes/bandwidth + 2(t-1) latencies, on the
@@ -199,6 +200,14 @@ InferencePlanEval evaluate(const PassProfile &Prof, const ShardingResult &S, uns
     if (std::optional<double> R = splitKernelRatio(*G.Nodes[I], S.WeightSplit[I], T,
                                                    Prof.Type[I], Prof.Fwd[I], Cfg, Memo)) {
       Time[I] *= *R;
+    } else if (hasKernelModel(D, Cfg)) {
+      // A streaming kernel over a t-th of the work: its launch and the
+      // DRAM latency of its first bytes stay whole.
+      double Whole = kernels::streaming("", Prof.Fwd[I], D, Prof.Type[I], Cfg).Seconds;
+      double Part =
+          kernels::streaming("", Prof.Fwd[I] * (1.0 / T), D, Prof.Type[I], Cfg).Seconds;
+      if (Whole > 0)
+        Time[I] *= Part / Whole;
     } else if (Prof.RoofSeconds[I] > 0) {
       double Part = placeOnDevice(Prof.Fwd[I] * (1.0 / T), D, Prof.Type[I], Cfg).Seconds;
       Time[I] *= Part / Prof.RoofSeconds[I];
