@@ -164,7 +164,8 @@ private:
   /// Counts of the loop bodies being walked multiply by this formula (1:
   /// none); each body tensor saved for backward once (SymSaved).
   sym::Count SymTrips = 1;
-  /// The formula nodes' costs, summed as the walk takes them.
+  /// The formula nodes' costs (saved extras too), summed as the walk takes
+  /// them.
   SymbolicSum SymTotals;
   llvm::DenseSet<const Value *> SymSaved;
   /// NC's counts (numbers or formulas) times SymTrips, as formulas.
@@ -758,15 +759,12 @@ void CostWalker::finish() {
   DistinctSaved Distinct(M, R);
   R.SavedActivationBytes = savedActivationBytes(R, Distinct, FloatBytes);
   if (R.Sym) {
-    // The same sums with the formulas: numeric nodes' part, then each node's
-    // formula extras and each saved tensor whose bytes are a formula.
-    SymbolicSum Extras;
-    for (const NodeCost &NC : R.Nodes)
-      if (NC.Sym)
-        Extras.add(*NC.Sym, NC.multiplier());
+    // The same sums with the formulas: numeric nodes' part, then the formula
+    // nodes' extras (their sum the walk took with their costs) and each saved
+    // tensor whose bytes are a formula.
     sym::Count &S = R.Sym->SavedActivationBytes;
     S = R.SavedActivationBytes;
-    S += Extras.savedBytes();
+    S += SymTotals.savedBytes();
     for (const Value *V : Distinct.Values)
       if (!V->numElements())
         S += valueCount(V, FloatBytes) * Distinct.Mult[V];
