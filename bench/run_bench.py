@@ -72,6 +72,32 @@ def fresh_memory_cost():
     return float(out.stdout) * 1000 / 1024
 
 
+def timing_rows(cmd):
+    """--timing's table of one run: {row name: wall seconds} and the engine
+    note's (ticks inside the engine, ticks)."""
+    p = subprocess.run(cmd + ["--timing"], capture_output=True, text=True, check=True)
+    rows = {}
+    for m in re.finditer(r"^\s+(?:[\d.]+ \(\s*[\d.]+%\)\s+){3}([\d.]+) \(\s*[\d.]+%\)  (.+)$",
+                         p.stderr, re.M):
+        rows[m.group(2)] = float(m.group(1))
+    e, n = re.search(r"running at (\d+) of (\d+) ticks", p.stderr).groups()
+    return rows, (int(e), int(n))
+
+
+def phase_shares(cmd, n):
+    """The largest --timing phase and the expression engine's row, each as
+    its median share of the run over n runs (the engine's row is sampled:
+    analyzer/Timing.h), and the ticks it rests on."""
+    runs = [timing_rows(cmd) for _ in range(n)]
+    share = lambda rows, name: rows.get(name, 0.0) / rows["Total"]
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    engine = "expression engine (sampled)"
+    largest = max((k for k in runs[0][0] if k != "Total"),
+                  key=lambda k: med([share(r, k) for r, _ in runs]))
+    return (largest, med([share(r, largest) for r, _ in runs]),
+            med([share(r, engine) for r, _ in runs]), sum(t[1] for _, t in runs))
+
+
 def ensure(path, gen):
     if not os.path.exists(path):
         print(f"bench: generating {os.path.relpath(path, ROOT)}", file=sys.stderr)
@@ -161,6 +187,15 @@ def main():
                   f"time; system time {bs:.2f} s against {ss:.2f} s", flush=True)
         rss = summarize(after_self[big] + after_prev[big])[1]
         print(f"  peak RSS at 1M nodes: {rss / 1e6:.0f} bytes a node", flush=True)
+    # The expression engine against the phases of --timing (target: not the
+    # largest), on the batch-free 100k graph: formulas everywhere.
+    sym_case = "synthetic 100,000 nodes, batch free: analyze (formulas)"
+    for name, path, cmd in cases:
+        if name == sym_case:
+            largest, ls, es, ticks = phase_shares(cmd, a.repeat)
+            print(f"\n--timing of `{name}`, median of {a.repeat} runs: largest phase "
+                  f"'{largest}' {ls:.0%} of the run; expression engine (sampled, {ticks} ticks "
+                  f"in all) {es:.0%}", flush=True)
     # What fresh memory costs here, in the same run (it varies between runs
     # on a VM whose host supplies memory on first touch).
     print(f"\nfresh memory on this machine: {fresh_memory_cost():.2f} ms/MiB "

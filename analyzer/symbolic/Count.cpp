@@ -125,6 +125,7 @@ bool scaleTerms(Terms &T, int64_t K) {
 } // namespace
 
 Count Count::make(Terms T, int64_t Den) {
+  EngineScope InEngine;
   Count C;
   if (Den < 1) {
     C.Unknown = true;
@@ -149,6 +150,7 @@ Count Count::make(Terms T, int64_t Den) {
 }
 
 Count Count::of(ExprRef E, int64_t Den) {
+  EngineScope InEngine;
   if (!E || Den < 1) {
     Count C;
     C.Unknown = true;
@@ -183,6 +185,7 @@ Count Count::of(ExprRef E, int64_t Den) {
 }
 
 Count Count::univariate(ExprRef Sym, double C0, std::array<double, 3> C) {
+  EngineScope InEngine;
   Count R(C0);
   if (C[0] == 0 && C[1] == 0 && C[2] == 0)
     return R;
@@ -193,6 +196,7 @@ Count Count::univariate(ExprRef Sym, double C0, std::array<double, 3> C) {
 }
 
 const std::shared_ptr<const Terms> &Count::termsPtr() const {
+  EngineScope InEngine;
   if (IsU && !P) {
     // The general form of the univariate one: exact fractions over one
     // denominator (every double is one: a power of two).
@@ -222,6 +226,7 @@ const std::shared_ptr<const Terms> &Count::termsPtr() const {
 }
 
 Count Count::undecided(const llvm::Twine &Why) {
+  EngineScope InEngine;
   if (Current)
     Current->note(Why);
   Count C;
@@ -229,9 +234,13 @@ Count Count::undecided(const llvm::Twine &Why) {
   return C;
 }
 
-ExprRef Count::numerator() const { return termsPtr() ? exprOf(*P) : nullptr; }
+ExprRef Count::numerator() const {
+  EngineScope InEngine;
+  return termsPtr() ? exprOf(*P) : nullptr;
+}
 
 bool Count::sameTerms(const Terms &A, const Terms &B) {
+  EngineScope InEngine;
   if (A.size() != B.size())
     return false;
   for (size_t I = 0; I < A.size(); ++I)
@@ -269,6 +278,7 @@ struct View {
 } // namespace
 
 std::optional<Count> Count::univariateOp(char Op, const Count &A, const Count &B) {
+  EngineScope InEngine;
   ExprRef S = A.IsU ? A.Sym : B.Sym;
   if ((A.IsU && A.Sym != S) || (B.IsU && B.Sym != S))
     return std::nullopt;
@@ -321,6 +331,7 @@ std::optional<Count> Count::univariateOp(char Op, const Count &A, const Count &B
 }
 
 Count Count::combine(char Op, const Count &A, const Count &B) {
+  EngineScope InEngine;
   if (A.Unknown || B.Unknown)
     return of(nullptr);
   if ((A.IsU || A.isNumber()) && (B.IsU || B.isNumber()))
@@ -410,6 +421,7 @@ Count Count::combine(char Op, const Count &A, const Count &B) {
 }
 
 std::optional<bool> Count::univariateOrder(const Count &D, bool Strict) {
+  EngineScope InEngine;
   if (!D.IsU)
     return std::nullopt;
   // D(b) for b >= 1: with b = t + 1 (t >= 0), D's coefficients in t all
@@ -426,6 +438,7 @@ std::optional<bool> Count::univariateOrder(const Count &D, bool Strict) {
 }
 
 std::optional<bool> Count::provablyAtMost(const Count &A, const Count &B) {
+  EngineScope InEngine;
   if (!fastPair(A, B))
     return std::nullopt;
   Count D = B - A;
@@ -435,6 +448,7 @@ std::optional<bool> Count::provablyAtMost(const Count &A, const Count &B) {
 }
 
 bool Count::compare(const Count &A, const Count &B, bool Strict) {
+  EngineScope InEngine;
   if (A.Unknown || B.Unknown)
     return false;
   Count D = B - A;
@@ -458,6 +472,7 @@ bool Count::compare(const Count &A, const Count &B, bool Strict) {
 }
 
 Count sym::minMax(bool IsMax, const Count &A, const Count &B) {
+  EngineScope InEngine;
   if (A.isNumber() && B.isNumber())
     return IsMax ? std::max(A.number(), B.number()) : std::min(A.number(), B.number());
   if (A.isUnknown() || B.isUnknown())
@@ -488,6 +503,7 @@ Count sym::max(const Count &A, const Count &B) { return minMax(true, A, B); }
 Count sym::min(const Count &A, const Count &B) { return minMax(false, A, B); }
 
 Count sym::floorDiv(const Count &A, int64_t B) {
+  EngineScope InEngine;
   if (A.isNumber())
     return std::floor(A.number() / double(B));
   if (A.isUnknown() || B < 1)
@@ -515,6 +531,7 @@ Count sym::ceilLog2(const Count &A) {
 }
 
 Count sym::pow(const Count &A, unsigned N) {
+  EngineScope InEngine;
   Count R = 1;
   for (unsigned I = 0; I < N; ++I)
     R *= A;
@@ -526,6 +543,7 @@ Count sym::pow(const Count &A, unsigned N) {
 //===----------------------------------------------------------------------===//
 
 std::string Count::str() const {
+  EngineScope InEngine;
   if (Unknown)
     return "?";
   std::string S;
@@ -575,6 +593,7 @@ std::string Count::str() const {
 }
 
 llvm::Expected<double> Count::evaluate(const Binding &Bind) const {
+  EngineScope InEngine;
   if (Unknown)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "the count is unknown");
   if (!isFormula())
@@ -605,12 +624,14 @@ llvm::Expected<double> Count::evaluate(const Binding &Bind) const {
 }
 
 Count Count::substitute(const Binding &Bind) const {
+  EngineScope InEngine;
   if (!isFormula())
     return *this;
   return of(sym::substitute(numerator(), Bind), Den);
 }
 
 std::vector<std::string> Count::symbols() const {
+  EngineScope InEngine;
   std::vector<std::string> Out;
   if (IsU)
     return {Sym->name().str()};

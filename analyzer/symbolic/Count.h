@@ -23,6 +23,7 @@
 #ifndef RIDGE_ANALYZER_SYMBOLIC_COUNT_H
 #define RIDGE_ANALYZER_SYMBOLIC_COUNT_H
 
+#include "analyzer/symbolic/EngineProfile.h"
 #include "analyzer/symbolic/Expr.h"
 #include "llvm/ADT/Twine.h"
 #include <array>
@@ -100,6 +101,7 @@ public:
   friend Count operator+(const Count &A, const Count &B) {
     if (A.isNumber() && B.isNumber())
       return A.V + B.V;
+    EngineScope InEngine;
     if (fastPair(A, B))
       return fastForm(A.IsU ? A.Sym : B.Sym, A.V + B.V,
                       {A.U[0] + B.U[0], A.U[1] + B.U[1], A.U[2] + B.U[2]});
@@ -108,6 +110,7 @@ public:
   friend Count operator-(const Count &A, const Count &B) {
     if (A.isNumber() && B.isNumber())
       return A.V - B.V;
+    EngineScope InEngine;
     if (fastPair(A, B))
       return fastForm(A.IsU ? A.Sym : B.Sym, A.V - B.V,
                       {A.U[0] - B.U[0], A.U[1] - B.U[1], A.U[2] - B.U[2]});
@@ -116,6 +119,7 @@ public:
   friend Count operator*(const Count &A, const Count &B) {
     if (A.isNumber() && B.isNumber())
       return A.V * B.V;
+    EngineScope InEngine;
     if (fastPair(A, B) && (!A.IsU || !B.IsU)) { // a polynomial scaled by a number
       const Count &F = A.IsU ? A : B;
       double K = A.IsU ? B.V : A.V;
@@ -128,6 +132,7 @@ public:
   friend Count operator/(const Count &A, const Count &B) {
     if (A.isNumber() && B.isNumber())
       return A.V / B.V;
+    EngineScope InEngine;
     return combine('/', A, B);
   }
   friend Count operator-(const Count &A) { return Count(0) - A; }

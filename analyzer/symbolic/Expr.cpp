@@ -1,5 +1,6 @@
 //===- Expr.cpp - Symbolic integer expressions for dims and values --------===//
 #include "analyzer/symbolic/Expr.h"
+#include "analyzer/symbolic/EngineProfile.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -16,6 +17,8 @@ using llvm::SmallVector;
 using llvm::StringRef;
 
 namespace ridge::sym {
+
+bool profile::Enabled = false;
 
 /// The run's one table of expressions: each distinct one allocated once and
 /// never freed (reachable from this pool, so not a leak to LeakSanitizer).
@@ -404,6 +407,7 @@ static void printOperand(ExprRef E, llvm::raw_ostream &OS) {
 }
 
 void Expr::print(llvm::raw_ostream &OS) const {
+  EngineScope InEngine;
   switch (K) {
   case Kind::Symbol:
     if (isIdentifier(Name)) {
@@ -467,6 +471,7 @@ void Expr::print(llvm::raw_ostream &OS) const {
 }
 
 std::string Expr::str() const {
+  EngineScope InEngine;
   std::string S;
   llvm::raw_string_ostream OS(S);
   print(OS);
@@ -478,6 +483,7 @@ std::string Expr::str() const {
 //===----------------------------------------------------------------------===//
 
 int sym::compareAtoms(ExprRef A, ExprRef B) {
+  EngineScope InEngine;
   if (A == B)
     return 0;
   if (A->kind() != B->kind())
@@ -490,6 +496,7 @@ int sym::compareAtoms(ExprRef A, ExprRef B) {
 }
 
 ExprRef sym::constant(int64_t C) {
+  EngineScope InEngine;
   Terms T;
   if (C)
     T.push_back({C, {}});
@@ -497,6 +504,7 @@ ExprRef sym::constant(int64_t C) {
 }
 
 ExprRef sym::symbol(StringRef S) {
+  EngineScope InEngine;
   assert(!S.empty() && "a symbol has a name");
   Expr E = Pool::make(Expr::Kind::Symbol);
   Pool::setName(E, S);
@@ -504,6 +512,7 @@ ExprRef sym::symbol(StringRef S) {
 }
 
 ExprRef sym::add(ExprRef A, ExprRef B) {
+  EngineScope InEngine;
   if (!A || !B)
     return nullptr;
   Terms T = termsOf(A);
@@ -512,11 +521,15 @@ ExprRef sym::add(ExprRef A, ExprRef B) {
   return makePoly(std::move(T));
 }
 
-ExprRef sym::neg(ExprRef A) { return A ? scale(A, -1) : nullptr; }
+ExprRef sym::neg(ExprRef A) {
+  EngineScope InEngine;
+  return A ? scale(A, -1) : nullptr;
+}
 
 ExprRef sym::sub(ExprRef A, ExprRef B) { return add(A, neg(B)); }
 
 ExprRef sym::mul(ExprRef A, ExprRef B) {
+  EngineScope InEngine;
   if (!A || !B)
     return nullptr;
   Terms T;
@@ -531,6 +544,7 @@ ExprRef sym::mul(ExprRef A, ExprRef B) {
 }
 
 ExprRef sym::pow(ExprRef A, unsigned N) {
+  EngineScope InEngine;
   ExprRef R = constant(1);
   for (unsigned I = 0; I < N && R; ++I)
     R = mul(R, A);
@@ -538,6 +552,7 @@ ExprRef sym::pow(ExprRef A, unsigned N) {
 }
 
 ExprRef sym::floorDiv(ExprRef A, ExprRef B) {
+  EngineScope InEngine;
   if (!A || !B)
     return nullptr;
   std::optional<int64_t> CA = A->constant(), CB = B->constant();
@@ -581,6 +596,7 @@ ExprRef sym::floorDiv(ExprRef A, ExprRef B) {
 }
 
 ExprRef sym::divideExactly(ExprRef A, ExprRef B) {
+  EngineScope InEngine;
   ExprRef Q = floorDiv(A, B);
   if (Q && mul(Q, B) == A)
     return Q;
@@ -616,6 +632,7 @@ ExprRef sym::divideExactly(ExprRef A, ExprRef B) {
 ExprRef sym::ceilDiv(ExprRef A, ExprRef B) { return neg(floorDiv(neg(A), B)); }
 
 ExprRef sym::mod(ExprRef A, ExprRef B) {
+  EngineScope InEngine;
   if (!A || !B)
     return nullptr;
   std::optional<int64_t> CA = A->constant(), CB = B->constant();
@@ -659,6 +676,7 @@ ExprRef sym::mod(ExprRef A, ExprRef B) {
 }
 
 bool sym::provablyLE(ExprRef A, ExprRef B) {
+  EngineScope InEngine;
   ExprRef D = sub(B, A);
   if (!D)
     return false;
@@ -728,6 +746,7 @@ static void collectSymbols(ExprRef E, std::vector<std::string> &Out) {
 }
 
 std::vector<std::string> sym::symbols(ExprRef E) {
+  EngineScope InEngine;
   std::vector<std::string> Out;
   if (E)
     collectSymbols(E, Out);
@@ -812,6 +831,7 @@ struct Evaluator {
 } // namespace
 
 llvm::Expected<int64_t> sym::evaluate(ExprRef E, const Binding &Bind) {
+  EngineScope InEngine;
   if (!E)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "the expression is unknown");
   Evaluator Ev{Bind, E, {}};
@@ -822,6 +842,7 @@ llvm::Expected<int64_t> sym::evaluate(ExprRef E, const Binding &Bind) {
 }
 
 ExprRef sym::substitute(ExprRef E, const Binding &Bind) {
+  EngineScope InEngine;
   return substitute(E, [&](StringRef Name) -> ExprRef {
     std::optional<int64_t> V = Bind(Name);
     return V ? constant(*V) : nullptr;
@@ -829,6 +850,7 @@ ExprRef sym::substitute(ExprRef E, const Binding &Bind) {
 }
 
 ExprRef sym::substitute(ExprRef E, const ExprBinding &Bind) {
+  EngineScope InEngine;
   if (!E)
     return nullptr;
   switch (E->kind()) {
@@ -1040,4 +1062,7 @@ private:
 
 } // namespace
 
-llvm::Expected<ExprRef> sym::parse(StringRef Text) { return Parser(Text).run(); }
+llvm::Expected<ExprRef> sym::parse(StringRef Text) {
+  EngineScope InEngine;
+  return Parser(Text).run();
+}

@@ -787,6 +787,7 @@ void CostWalker::finish() {
 } // namespace
 
 std::array<double, 4> SymbolicCost::coefficientsOf(unsigned K) const {
+  sym::EngineScope InEngine;
   std::array<double, Degrees> C{};
   unsigned First = Degrees * K;
   size_t At = llvm::popcount(Mask & ((uint64_t(1) << First) - 1));
@@ -797,6 +798,7 @@ std::array<double, 4> SymbolicCost::coefficientsOf(unsigned K) const {
 }
 
 sym::Count SymbolicCost::get(unsigned K) const {
+  sym::EngineScope InEngine;
   if (General)
     for (const auto &[Cell, C] : *General)
       if (Cell == K)
@@ -805,6 +807,7 @@ sym::Count SymbolicCost::get(unsigned K) const {
 }
 
 PhaseCount SymbolicCost::phase(unsigned K) const {
+  sym::EngineScope InEngine;
   if (General)
     return {get(K), get(K + 1), get(K + 2), get(K + 3)};
   // The four cells' coefficients follow each other in Coefs: where the
@@ -819,6 +822,7 @@ PhaseCount SymbolicCost::phase(unsigned K) const {
 }
 
 void SymbolicSum::add(const SymbolicCost &C, double K) {
+  sym::EngineScope InEngine;
   if (C.General || (C.Symbol && Symbol && C.Symbol != Symbol)) {
     if (!Rest)
       Rest = std::make_unique<std::array<sym::Count, Cells>>();
@@ -841,6 +845,7 @@ void SymbolicSum::add(const PhaseCost &Fwd, const PhaseCost &Bwd, double K) {
 }
 
 void SymbolicSum::add(const SymbolicSum &O) {
+  sym::EngineScope InEngine;
   bool Apart = O.Symbol && Symbol && O.Symbol != Symbol;
   if (O.Rest || Apart) {
     if (!Rest)
@@ -857,6 +862,7 @@ void SymbolicSum::add(const SymbolicSum &O) {
 }
 
 sym::Count SymbolicSum::cell(unsigned K) const {
+  sym::EngineScope InEngine;
   std::array<double, Degrees> C;
   std::copy_n(Coef.begin() + Degrees * K, Degrees, C.begin());
   sym::Count Sum = C[1] != 0 || C[2] != 0 || C[3] != 0 ? sym::Count::univariateOf(Symbol, C)
@@ -866,6 +872,7 @@ sym::Count SymbolicSum::cell(unsigned K) const {
 
 SymbolicCost::SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd,
                            const sym::Count &SavedBytes) {
+  sym::EngineScope InEngine;
   // Every cell's coefficients gathered first, so that the packed list is
   // sized once.
   const sym::Count *All[Cells] = {&Fwd.Flops, &Fwd.Macs, &Fwd.Transcendentals, &Fwd.Bytes,
@@ -891,6 +898,7 @@ SymbolicCost::SymbolicCost(const PhaseCount &Fwd, const PhaseCount &Bwd,
 }
 
 bool SymbolicCost::coefficients(const sym::Count &C, std::array<double, Degrees> &Out) {
+  sym::EngineScope InEngine;
   Out = {};
   if (C.isNumber()) {
     Out[0] = C.number();
@@ -905,6 +913,7 @@ bool SymbolicCost::coefficients(const sym::Count &C, std::array<double, Degrees>
 }
 
 void SymbolicCost::set(unsigned K, const sym::Count &C) {
+  sym::EngineScope InEngine;
   if (General) {
     llvm::erase_if(*General, [&](const auto &E) { return E.first == K; });
     if (General->empty())
