@@ -18,7 +18,10 @@ asynchronously (`kernel_gap`: work + 1 us, a call bounded by its launches
 at 5 us each), and ConvEff, WgradTensorEff, RecurrentEff, StepSync and
 GatePasses were re-chosen under that by a coordinate search of the C++
 model against deepbench_validate.py (KernelModel.h); this script is the
-record of the first choice, not of those values.
+record of the first choice, not of those values. It also lets the T4 run
+Winograd, as the first choice did: deepbench_validate.py now runs the T4
+with --winograd=false (DeepBench's conv_bench.cu forces IMPLICIT_PRECOMP_GEMM
+under cuDNN 7+), so the mirror's T4 convolution rows are not ridge's.
 """
 import json, math, sys, collections, functools
 DB='/work/shared/validation/deepbench/'
