@@ -15,11 +15,12 @@ external data), then
 The micro-batch size and interleaving of each run are those of Megatron-LM's
 examples/sc21/run_table_1.sh (the table does not print them). Assumptions:
 no sequence parallelism and no ZeRO (neither was
-in Megatron-LM in 2021); the data-parallel gradient all-reduce runs after the
-backward, not overlapped with it (--overlap-grad-reduce=false: Megatron-LM's
-train_step reduces gradients after forward_backward_func; its
---overlap-grad-reduce flag is off by default, megatron/training/arguments.py);
-8 GPUs per node; the A100 device file's efficiency factors, one set for every
+in Megatron-LM in 2021); the data-parallel gradient all-reduce as the
+script's DDP runs it: its four models without a pipeline use PyTorch's DDP
+(DDP=torch), which reduces buckets during the last micro-batch's backward
+(--overlap-grad-reduce=true), the rest Megatron-LM's local DDP, whose
+train_step reduces gradients after forward_backward_func
+(--overlap-grad-reduce=false); 8 GPUs per node; the A100 device file's efficiency factors, one set for every
 row.
 
   /usr/bin/python3 bench/megatron_validate.py [--ridge build/bin/ridge] [--rows 1-10]
@@ -33,17 +34,20 @@ V, S = 51200, 2048
 # which the table does not print: Megatron-LM's examples/sc21/run_table_1.sh
 # (the script that reproduces Table 1) sets MBS per model and
 # --num-layers-per-virtual-pipeline-stage k for some, v = layers / (p k).
+# The last field is the script's DDP: "torch" (PyTorch's
+# DistributedDataParallel) for the four models without a pipeline, "local"
+# (Megatron-LM's own) for the rest.
 ROWS = [
-    (1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 16, 1),
-    (3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 16, 1),
-    (7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 16, 1),
-    (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 8, 1),
-    (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 4, 1),
-    (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 3),    # k = 5
-    (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 2),   # k = 5
-    (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 2),  # k = 3
-    (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3),  # k = 1
-    (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1),
+    (1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 16, 1, "torch"),
+    (3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 16, 1, "torch"),
+    (7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 16, 1, "torch"),
+    (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 8, 1, "torch"),
+    (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 4, 1, "local"),
+    (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 3, "local"),    # k = 5
+    (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 2, "local"),   # k = 5
+    (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 2, "local"),  # k = 3
+    (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3, "local"),  # k = 1
+    (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1, "local"),
 ]
 
 
@@ -195,13 +199,17 @@ def main():
     worst = 0.0
     errs = []
     ok = True
-    for i, (pb, a, h, l, t, p, n, B, meas, mb, v) in enumerate(ROWS[lo - 1:hi], lo):
+    for i, (pb, a, h, l, t, p, n, B, meas, mb, v, ddp) in enumerate(ROWS[lo - 1:hi], lo):
         d = n // (t * p)
         model = gpt_model(os.path.join(args.out, f"gpt-megatron-{i}.onnx"), l, h, a)
-        # Megatron-LM all-reduces gradients after the whole backward unless
-        # --overlap-grad-reduce (off by default) is given: so does ridge
-        # here, for the paper's configuration and for its own plan alike.
-        base = plan_cmd(args.ridge, model, n, B) + ["--overlap-grad-reduce=false"] + \
+        # Megatron-LM's local DDP all-reduces gradients after the whole
+        # backward (train_step, after forward_backward_func); PyTorch's DDP
+        # reduces each bucket as its gradients are ready, in the last
+        # micro-batch's backward (Megatron-LM's forward_backward_no_pipelining
+        # runs the others under model.no_sync()). So does ridge here, for the
+        # paper's configuration and for its own plan alike.
+        overlap = "true" if ddp == "torch" else "false"
+        base = plan_cmd(args.ridge, model, n, B) + [f"--overlap-grad-reduce={overlap}"] + \
             args.extra.split()
         # The paper's runs (2021) had full recomputation (run_table_1.sh:
         # --recompute-method uniform, one layer per checkpoint) and neither
