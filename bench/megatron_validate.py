@@ -20,8 +20,8 @@ script's DDP runs it: its four models without a pipeline use PyTorch's DDP
 (DDP=torch), which reduces buckets during the last micro-batch's backward
 (--overlap-grad-reduce=true), the rest Megatron-LM's local DDP, whose
 train_step reduces gradients after forward_backward_func
-(--overlap-grad-reduce=false); 8 GPUs per node; the A100 device file's efficiency factors, one set for every
-row.
+(--overlap-grad-reduce=false); 8 GPUs per node; the A100 device file's
+efficiency factors, one set for every row.
 
   /usr/bin/python3 bench/megatron_validate.py [--ridge build/bin/ridge] [--rows 1-10]
 """
