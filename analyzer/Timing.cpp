@@ -44,8 +44,10 @@ struct Timing::Phase {
 class Timing::Sampler {
 public:
   explicit Sampler(bool WithTimer) {
-    if (!WithTimer)
+    if (!WithTimer) {
+      Why = "no timer asked for";
       return;
+    }
     struct sigaction SA = {};
     SA.sa_handler = onTick;
     SA.sa_flags = SA_RESTART; // a read or a wait the tick interrupts goes on
@@ -179,7 +181,6 @@ Timing::Scope::Scope(Timing *T, llvm::StringRef Name) {
   if (T->Phases[P]->Running)
     return;
   Owner = T;
-  Opened = true;
   if (!T->Open.empty())
     T->stop(T->Open.back());
   T->Open.push_back(P);
@@ -187,7 +188,7 @@ Timing::Scope::Scope(Timing *T, llvm::StringRef Name) {
 }
 
 Timing::Scope::~Scope() {
-  if (!Opened)
+  if (!Owner)
     return;
   Owner->stop(Owner->Open.back());
   Owner->Open.pop_back();

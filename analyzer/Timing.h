@@ -59,8 +59,7 @@ public:
     Scope &operator=(const Scope &) = delete;
 
   private:
-    Timing *Owner = nullptr;
-    bool Opened = false;
+    Timing *Owner = nullptr; ///< set when this scope opened a phase
   };
 
   /// One row's times in seconds.
