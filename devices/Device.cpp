@@ -349,10 +349,10 @@ template <> struct MappingTraits<VectorSection> {
         continue;
       double Val = 0;
       if (Io.outputting()) {
-        auto It = V.D->VectorFlops.find(K.T);
-        if (It == V.D->VectorFlops.end())
+        const double *Has = V.D->VectorFlops.find(K.T);
+        if (!Has)
           continue;
-        Val = It->second;
+        Val = *Has;
       }
       std::string Path = std::string("vector_flops.") + K.Key;
       NumField F(&Val, Path.c_str(), Range::Positive);
@@ -418,8 +418,8 @@ template <> struct MappingTraits<PeakSection> {
       if (Io.outputting()) {
         if (K.T == DType::Undefined)
           V = D.Tf32Flops;
-        else if (auto It = D.PeakFlops.find(K.T); It != D.PeakFlops.end())
-          V = It->second;
+        else if (const double *Has = D.PeakFlops.find(K.T))
+          V = *Has;
         if (V == 0)
           continue;
       }
@@ -644,25 +644,6 @@ static void collectDiagnostic(const llvm::SMDiagnostic &Diag, void *Ctx) {
   } else {
     S->Message = Msg.str();
   }
-}
-
-std::optional<double> Device::peak(DType T) const {
-  switch (T) {
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2:
-  case DType::Float8E5M2FNUZ:
-    T = DType::Float8E4M3FN;
-    break;
-  case DType::UInt8:
-    T = DType::Int8;
-    break;
-  default:
-    break;
-  }
-  auto It = PeakFlops.find(T);
-  if (It == PeakFlops.end())
-    return std::nullopt;
-  return It->second;
 }
 
 std::optional<double> Device::ridgePoint(DType T) const {
@@ -929,9 +910,3 @@ void ridge::printDeviceTable(llvm::ArrayRef<Device> Devices, llvm::raw_ostream &
   }
 }
 
-double Device::vectorPeak(DType T) const {
-  auto It = VectorFlops.find(T);
-  if (It != VectorFlops.end())
-    return It->second;
-  return peak(DType::Float).value_or(0);
-}

@@ -388,8 +388,8 @@ py::list devices(py::kwargs KW) {
   py::list Out;
   for (const Device &X : D.All) {
     py::dict Peaks;
-    for (const auto &[T, F] : X.PeakFlops)
-      Peaks[py::str(dtypeName(T).str())] = F;
+    X.PeakFlops.forEach(
+        [&](DType T, double F) { Peaks[py::str(dtypeName(T).str())] = F; });
     py::dict E;
     E["name"] = X.Name;
     E["kind"] = X.Kind;

@@ -575,3 +575,31 @@ TEST(WriteDevice, MinimalAndOddNumbersRoundTrip) {
   ASSERT_TRUE(bool(Back)) << llvm::toString(Back.takeError()) << "\n" << Text;
   expectSameDevice(*D, *Back);
 }
+
+// PerDType: a figure per type code, found by index; absent types (and codes
+// past the ones ridge knows) hold nothing; iteration in type-code order;
+// equal tables hold the same types with the same figures.
+TEST(PerDTypeTest, FindsInsertsAndIteratesByTypeCode) {
+  PerDType T;
+  EXPECT_TRUE(T.empty());
+  EXPECT_EQ(T.find(DType::Float), nullptr);
+  T[DType::BFloat16] = 989e12;
+  T[DType::Float] = 67e12;
+  T[DType::Int8] = 1979e12;
+  ASSERT_NE(T.find(DType::Float), nullptr);
+  EXPECT_EQ(*T.find(DType::Float), 67e12);
+  EXPECT_EQ(T.find(DType::Float16), nullptr);
+  EXPECT_EQ(T.find(DType(200)), nullptr); // a code no ONNX type has
+  EXPECT_FALSE(T.has(DType(200)));
+  EXPECT_EQ(T.size(), 3u);
+  std::vector<DType> Order;
+  T.forEach([&](DType D, double) { Order.push_back(D); });
+  EXPECT_EQ(Order, (std::vector<DType>{DType::Float, DType::Int8, DType::BFloat16}));
+  PerDType U = T;
+  EXPECT_TRUE(U == T);
+  U[DType::Float] = 60e12;
+  EXPECT_FALSE(U == T);
+  U[DType::Float] = 67e12;
+  U[DType::Double] = 0; // present at 0 is not absent
+  EXPECT_FALSE(U == T);
+}
