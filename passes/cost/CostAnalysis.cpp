@@ -116,9 +116,12 @@ private:
   /// --kv-append in-place: the KV cache's Concats.
   llvm::DenseSet<const Node *> CacheAppends;
 
-  bool differentiable(const Node &N, unsigned I) const {
-    const OpRule *Rule = findOpRule(N.Domain, N.OpType);
+  /// Input I of a node costed by Rule (null: none) may carry a gradient.
+  static bool differentiable(const OpRule *Rule, unsigned I) {
     return !(Rule && I < 32 && (Rule->NonDiffInputs >> I) & 1);
+  }
+  bool differentiable(const Node &N, unsigned I) const {
+    return differentiable(findOpRule(N.Domain, N.OpType), I);
   }
   void costNode(const Node &N, double Multiplier, bool BodyNeedsBackward);
   /// Inference: a product reads a DequantizeLinear'd integer weight as the
@@ -593,10 +596,12 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   NodeCost NC;
   NC.N = &N;
   NC.setMultiplier(Multiplier);
+  // The rule, found once (its inputs' differentiability is asked below).
+  const OpRule *Rule = findOpRule(N.Domain, N.OpType);
   CostContext C{N, {}, FloatBytes, Cfg.Inference, Cfg.SymbolicCosts};
   for (unsigned I = 0; I < N.Inputs.size(); ++I)
     C.InputNeedsGrad.push_back(N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) &&
-                               differentiable(N, I));
+                               differentiable(Rule, I));
   // Gradients flow on: an output needs one if any differentiable input does.
   bool AnyGrad = C.anyGrad();
   if (!AnyGrad)
@@ -611,7 +616,6 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   for (unsigned I = 0; I < C.InputNeedsGrad.size() && I < 8; ++I)
     NC.GradInputs |= uint8_t(C.InputNeedsGrad[I]) << I;
 
-  const OpRule *Rule = findOpRule(N.Domain, N.OpType);
   if (!Rule) {
     NC.setUnmodeled("no cost rule");
     if (const Function *F = M.findFunction(N.Domain, N.OpType))
@@ -797,6 +801,25 @@ std::array<double, 4> SymbolicCost::coefficientsOf(unsigned K) const {
   return C;
 }
 
+std::array<double, 9> SymbolicCost::valuesAt(double X) const {
+  sym::EngineScope InEngine;
+  static_assert(Cells == 9, "valuesAt's array holds every cell");
+  assert(!General && "valuesAt: a general cell has no coefficients");
+  std::array<double, Cells> Out{};
+  size_t At = 0;
+  for (unsigned K = 0; K < Cells; ++K) {
+    std::array<double, Degrees> C{};
+    for (unsigned D = 0; D < Degrees; ++D)
+      if (Mask >> (Degrees * K + D) & 1)
+        C[D] = Coefs[At++];
+    // As cellOf's count evaluates: a number is itself, the fast form
+    // Horner's rule in X (Count::evaluate).
+    bool Poly = C[1] != 0 || C[2] != 0 || C[3] != 0;
+    Out[K] = Poly ? C[0] + X * (C[1] + X * (C[2] + X * C[3])) : C[0];
+  }
+  return Out;
+}
+
 sym::Count SymbolicCost::get(unsigned K) const {
   sym::EngineScope InEngine;
   if (General)
@@ -961,7 +984,17 @@ llvm::Error ridge::bindCosts(CostResult &C, const Model &M, const sym::Binding &
   C.Fwd = C.Bwd = PhaseCost();
   C.UnmodeledFlopsEstimate = 0;
   for (NodeCost &NC : C.Nodes) {
-    if (NC.Sym) {
+    // The packed form in one bound symbol (nearly every node of a plan,
+    // bound to micro-batch 1): its cells evaluated in place.
+    std::optional<int64_t> X;
+    if (NC.Sym && !NC.Sym->hasGeneralCells() &&
+        (!NC.Sym->symbol() || (X = Bind(NC.Sym->symbol()->name())))) {
+      std::array<double, 9> V = NC.Sym->valuesAt(X ? double(*X) : 0);
+      NC.Fwd = {V[0], V[1], V[2], V[3]};
+      NC.Bwd = {V[4], V[5], V[6], V[7]};
+      NC.setSavedBytes(V[8]);
+      NC.Sym.reset();
+    } else if (NC.Sym) {
       if (llvm::Error E = Phase(NC, NC.Sym->fwd(), NC.Fwd))
         return E;
       if (llvm::Error E = Phase(NC, NC.Sym->bwd(), NC.Bwd))

@@ -110,6 +110,11 @@ public:
   /// FLOPs, MACs, transcendentals and bytes, 4-7 the backward's, 8 the
   /// saved extras.
   std::array<double, 4> coefficientsOf(unsigned K) const;
+  /// Every cell's value with symbol() bound to X, as Count::evaluate gives
+  /// it (b^0 + X*(b^1 + X*(b^2 + X*b^3)), a number cell its number), in
+  /// cell order; only when !hasGeneralCells(). (bindCosts made a Count of
+  /// each cell to evaluate it: 5% of a plan's instructions.)
+  std::array<double, 9> valuesAt(double X) const;
 
 private:
   friend class SymbolicSum;

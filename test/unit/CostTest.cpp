@@ -176,6 +176,38 @@ TEST(SymbolicCostTest, PackedCountsReadBackAsSet) {
   Same(S.bwd().Macs, B);
 }
 
+// valuesAt, bindCosts' path for packed costs, gives every cell what
+// evaluating its Count gives, bit for bit: numbers, cubic, quadratic and
+// linear cells at b = 1, 3 and 1e6 (where Horner's rule rounds).
+TEST(SymbolicCostTest, ValuesAtEqualEvaluatingEachCell) {
+  using sym::Count;
+  sym::UnivariateScope InB(sym::symbol("b"));
+  Count B = Count::of(sym::symbol("b"));
+  Count Cubic = B * B * B * 0.1 + B * B * 2 + B * 3 + 4;
+  Count Fast = B * B * 2 + B * 0.5 + 7;
+  SymbolicCost P({B * 2, 0, Cubic, 9.25}, {Fast, Cubic, 0, B}, Fast * 3);
+  ASSERT_FALSE(P.hasGeneralCells());
+  for (int64_t X : {int64_t(1), int64_t(3), int64_t(1000000)}) {
+    sym::Binding Bind = [X](llvm::StringRef S) {
+      return S == "b" ? std::optional<int64_t>(X) : std::nullopt;
+    };
+    std::array<double, 9> V = P.valuesAt(double(X));
+    PhaseCount F = P.fwd(), W = P.bwd();
+    const Count *Cells[9] = {&F.Flops, &F.Macs, &F.Transcendentals, &F.Bytes, &W.Flops,
+                             &W.Macs,  &W.Transcendentals, &W.Bytes, nullptr};
+    Count Saved = P.savedBytes();
+    Cells[8] = &Saved;
+    for (unsigned K = 0; K < 9; ++K)
+      EXPECT_EQ(V[K], *Cells[K]->evaluate(Bind)) << "cell " << K << " at b = " << X;
+  }
+  // Every cell a number: no symbol, the numbers themselves.
+  SymbolicCost N({1, 2, 3, 4}, {5, 6, 7, 8}, 9);
+  EXPECT_EQ(N.symbol(), nullptr);
+  std::array<double, 9> V = N.valuesAt(0);
+  for (unsigned K = 0; K < 9; ++K)
+    EXPECT_EQ(V[K], double(K + 1));
+}
+
 // SymbolicSum adds costs by their coefficients and gives what adding their
 // Counts gives: numbers and one symbol's fast form in coefficients, with
 // multipliers; a general formula and a fast form in another symbol beside
