@@ -99,7 +99,7 @@ void Graph::ensureNameIndex() const {
   IndexReleased.store(false, std::memory_order_release);
 }
 
-Value *Graph::lookupLocal(llvm::StringRef N) const {
+Value *Graph::lookupLocal(const NameKey &N) const {
   ensureNameIndex();
   std::optional<uint32_t> Id = ByName.find(N, Values);
   return Id ? Values[*Id] : nullptr;
@@ -234,14 +234,14 @@ PackedName NameArena::save(llvm::StringRef S) {
 
 Value *Graph::addValue(llvm::StringRef N, ValueKind K) { return tryAddValue(N, K).first; }
 
-std::pair<Value *, bool> Graph::tryAddValue(llvm::StringRef N, ValueKind K) {
+std::pair<Value *, bool> Graph::tryAddValue(const NameKey &N, ValueKind K) {
   ensureNameIndex();
   if (std::optional<uint32_t> Id = ByName.find(N, Values))
     return {Values[*Id], false};
   Value *V = &Values.add();
-  V->Name = Names.save(N);
+  V->Name = Names.save(N.Name);
   V->Kind = K;
-  ByName.insert(*V);
+  ByName.insert(*V, N.Hash);
   return {V, true};
 }
 
@@ -268,17 +268,20 @@ void NameIndex::place(uint32_t Hash, uint32_t Id) {
   Slots[I] = {Hash, Id};
 }
 
-void NameIndex::insert(const Value &V) {
+void NameIndex::insert(const Value &V) { insert(V, hash(V.Name)); }
+
+void NameIndex::insert(const Value &V, uint32_t Hash) {
   if ((Count + 1) * 5 > Slots.size() * 4)
     reserve(Count + 1);
-  place(hash(V.Name), V.Id);
+  place(Hash, V.Id);
   ++Count;
 }
 
-std::optional<uint32_t> NameIndex::find(llvm::StringRef N, const ValueList &Values) const {
+std::optional<uint32_t> NameIndex::find(const NameKey &K, const ValueList &Values) const {
   if (Slots.empty())
     return std::nullopt;
-  uint32_t H = hash(N);
+  llvm::StringRef N = K.Name;
+  uint32_t H = K.Hash;
   size_t Mask = Slots.size() - 1;
   for (size_t I = H & Mask;; I = (I + 1) & Mask) {
     const Slot &S = Slots[I];

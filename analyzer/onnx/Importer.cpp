@@ -202,14 +202,28 @@ private:
   llvm::StringMap<InternedString> Interned;
 
   Error err(const llvm::Twine &Msg) { return fileError(File, Msg); }
+  /// In front of Interned, the strings found last, by their length and end
+  /// bytes: a graph has a few op types, and a hash table's lookup per node
+  /// (hashing the string, probing, comparing) was 2% of a bound analyze.
+  struct RecentEntry {
+    llvm::StringRef Key; ///< the interned copy's bytes
+    InternedString Value;
+  };
+  std::array<RecentEntry, 32> Recent;
   InternedString intern(llvm::StringRef S) {
     if (S.empty())
       return {};
+    RecentEntry &R =
+        Recent[(S.size() * 7 + (unsigned char)S.front() * 3 + (unsigned char)S.back()) %
+               Recent.size()];
+    if (R.Key == S)
+      return R.Value;
     auto [It, New] = Interned.try_emplace(S);
     if (New) {
       It->second = InternedString::of(S);
       checkText(S, "an op type or domain");
     }
+    R = {It->second.ref(), It->second};
     return It->second;
   }
 
@@ -230,7 +244,8 @@ private:
                          DType &Elem, llvm::SmallVectorImpl<int64_t> &Dims);
   Error importType(const wire::Type &T, Value &V);
   Error importInitializer(const wire::Tensor &T, Graph &G,
-                          const llvm::SmallVectorImpl<int64_t> *SparseDims);
+                          const llvm::SmallVectorImpl<int64_t> *SparseDims,
+                          const NameKey *Key = nullptr);
   Error checkExternalData(const wire::Tensor &T, InitializerInfo &Info);
   Error importAttribute(const wire::Attribute &AP, Node &N, Graph &G,
                         const std::map<std::string, int64_t> &Opsets);
@@ -338,10 +353,10 @@ Error Importer::checkExternalData(const wire::Tensor &T,
 
 Error Importer::importInitializer(
     const wire::Tensor &T, Graph &G,
-    const llvm::SmallVectorImpl<int64_t> *SparseDims) {
+    const llvm::SmallVectorImpl<int64_t> *SparseDims, const NameKey *Key) {
   if (T.Name.empty())
     return err("an initializer has no name");
-  auto [V, Added] = G.tryAddValue(T.Name, ValueKind::Initializer);
+  auto [V, Added] = G.tryAddValue(Key ? *Key : NameIndex::key(T.Name), ValueKind::Initializer);
   if (!Added)
     return err(formatv("initializer '{0}' is defined twice", T.Name));
   checkText(T.Name, "initializer");
@@ -478,12 +493,15 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
   // prefetched.
   size_t NumInits = GP.Initializers.size();
   std::array<wire::Tensor, PrefetchAhead + 1> Inits;
+  std::array<NameKey, PrefetchAhead + 1> InitKeys; ///< their names, hashed once
   auto DecodeInit = [&](size_t I) -> Error {
     wire::Tensor &T = Inits[I % Inits.size()];
     if (!wire::decodeInitializer(GP.Initializers[I], T, DecodeOpts))
       return err(formatv("cannot decode initializer {0} of graph '{1}' again (internal error)",
                          I, G.Name));
-    G.prefetchName(T.Name);
+    NameKey &K = InitKeys[I % Inits.size()];
+    K = NameIndex::key(T.Name);
+    G.prefetchName(K);
     return Error::success();
   };
   for (size_t I = 0; I < std::min(PrefetchAhead, NumInits); ++I)
@@ -493,7 +511,8 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     if (I + PrefetchAhead < NumInits)
       if (Error E = DecodeInit(I + PrefetchAhead))
         return E;
-    if (Error E = importInitializer(Inits[I % Inits.size()], G, nullptr))
+    if (Error E = importInitializer(Inits[I % Inits.size()], G, nullptr,
+                                    &InitKeys[I % Inits.size()]))
       return E;
   }
   for (const auto &ST : GP.SparseInitializers)
@@ -525,24 +544,37 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
                          G.Name));
     return Error::success();
   };
-  for (size_t I = 0; I < std::min(PrefetchAhead, NumNodes); ++I)
+  // Each ring entry's output and input names, hashed once as they are
+  // prefetched.
+  std::array<llvm::SmallVector<NameKey, 2>, PrefetchAhead + 1> OutKeys, InKeys;
+  auto KeysOf = [&](size_t Slot) {
+    const wire::Node &NP = Ring[Slot];
+    OutKeys[Slot].clear();
+    InKeys[Slot].clear();
+    for (llvm::StringRef Name : NP.Outputs)
+      G.prefetchName(OutKeys[Slot].emplace_back(NameIndex::key(Name)));
+    for (llvm::StringRef Name : NP.Inputs)
+      G.prefetchName(InKeys[Slot].emplace_back(NameIndex::key(Name)));
+  };
+  for (size_t I = 0; I < std::min(PrefetchAhead, NumNodes); ++I) {
     if (Error E = Decode(I, Ring[I]))
       return E;
+    KeysOf(I);
+  }
   // Nodes whose attributes, or inputs not found in pass 1, pass 2 reads:
   // only they are decoded again there.
   std::vector<bool> Revisit(NumNodes);
   llvm::DenseMap<const char *, const int64_t *> OpsetOf; ///< by interned domain
   for (size_t I = 0; I < NumNodes; ++I) {
     if (I + PrefetchAhead < NumNodes) {
-      wire::Node &Ahead = Ring[(I + PrefetchAhead) % Ring.size()];
-      if (Error E = Decode(I + PrefetchAhead, Ahead))
+      size_t Slot = (I + PrefetchAhead) % Ring.size();
+      if (Error E = Decode(I + PrefetchAhead, Ring[Slot]))
         return E;
-      for (llvm::StringRef Name : Ahead.Outputs)
-        G.prefetchName(Name);
-      for (llvm::StringRef Name : Ahead.Inputs)
-        G.prefetchName(Name);
+      KeysOf(Slot);
     }
     const wire::Node &NP = Ring[I % Ring.size()];
+    const NameKey *OutKey = OutKeys[I % Ring.size()].data(),
+                  *InKey = InKeys[I % Ring.size()].data();
     Node *N = G.newNode();
     N->OpType = intern(NP.OpType);
     N->Domain = intern(normalizeDomain(NP.Domain));
@@ -575,7 +607,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
       llvm::StringRef Out = NP.Outputs[J];
       if (Out.empty())
         continue; // an omitted optional output
-      auto [V, Added] = G.tryAddValue(Out, ValueKind::Intermediate);
+      auto [V, Added] = G.tryAddValue(OutKey[J], ValueKind::Intermediate);
       if (!Added) {
         Value *Old = V;
         std::string By = Old->producer() ? "node '" + Old->producer()->Name.str() + "'"
@@ -598,7 +630,7 @@ Error Importer::importGraph(const wire::Graph &GP, Graph &G,
     Revisit[I] = !NP.Attrs.empty();
     for (size_t J = 0; J < NP.Inputs.size(); ++J)
       if (!NP.Inputs[J].empty()) {
-        N->Inputs[J] = G.lookupLocal(NP.Inputs[J]);
+        N->Inputs[J] = G.lookupLocal(InKey[J]);
         Revisit[I] = Revisit[I] || !N->Inputs[J];
       }
     G.Nodes.push_back(std::move(N));
