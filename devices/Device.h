@@ -17,8 +17,8 @@
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <bitset>
+#include <cassert>
 #include <map>
 #include <optional>
 #include <string>
@@ -107,6 +107,9 @@ private:
   static constexpr size_t N = 32; ///< above every code in DTypes.def
   std::array<double, N> V{};
   std::bitset<N> Has;
+#define RIDGE_DTYPE(Enum, Code, Bits, Name)                                               \
+  static_assert(Code < N, "PerDType: a type code past its table");
+#include "analyzer/ir/DTypes.def"
 };
 
 struct Device {

@@ -771,11 +771,6 @@ private:
   size_t Count = 0;
 };
 
-/// A graph's values by name: open addressing over (hash, Id) pairs, 8 bytes
-/// a slot. A probe compares the stored hash and reads a value's name only
-/// when the hash matches, so a lookup in a million-value graph reads the
-/// slot array and the value found; a map keyed by the names themselves read
-/// a value's name at every probe (a cache miss each).
 /// A name with its hash in a NameIndex: an importer that prefetches a
 /// name's slot some names ahead, then looks it up and adds it, hashes it
 /// once (three times was 2% of a bound analyze's instructions).
@@ -784,6 +779,11 @@ struct NameKey {
   uint32_t Hash = 0;
 };
 
+/// A graph's values by name: open addressing over (hash, Id) pairs, 8 bytes
+/// a slot. A probe compares the stored hash and reads a value's name only
+/// when the hash matches, so a lookup in a million-value graph reads the
+/// slot array and the value found; a map keyed by the names themselves read
+/// a value's name at every probe (a cache miss each).
 class NameIndex {
 public:
   static NameKey key(llvm::StringRef N) { return {N, hash(N)}; }
@@ -794,7 +794,8 @@ public:
     if (!Slots.empty())
       __builtin_prefetch(&Slots[K.Hash & (Slots.size() - 1)]);
   }
-  /// Records V, named K.Name (not in the index yet).
+  /// Records V (whose name is not in the index yet), its name's hash given
+  /// (NameKey's) or computed.
   void insert(const Value &V, uint32_t Hash);
   void insert(const Value &V);
   /// Sizes the index for N values.

@@ -792,13 +792,9 @@ void CostWalker::finish() {
 
 std::array<double, 4> SymbolicCost::coefficientsOf(unsigned K) const {
   sym::EngineScope InEngine;
-  std::array<double, Degrees> C{};
-  unsigned First = Degrees * K;
-  size_t At = llvm::popcount(Mask & ((uint64_t(1) << First) - 1));
-  for (unsigned D = 0; D < Degrees; ++D)
-    if (Mask >> (First + D) & 1)
-      C[D] = Coefs[At++];
-  return C;
+  std::array<double, Degrees> Out{};
+  unpackCells(K, 1, [&](unsigned, const std::array<double, Degrees> &C) { Out = C; });
+  return Out;
 }
 
 std::array<double, 9> SymbolicCost::valuesAt(double X) const {
@@ -806,17 +802,11 @@ std::array<double, 9> SymbolicCost::valuesAt(double X) const {
   static_assert(Cells == 9, "valuesAt's array holds every cell");
   assert(!General && "valuesAt: a general cell has no coefficients");
   std::array<double, Cells> Out{};
-  size_t At = 0;
-  for (unsigned K = 0; K < Cells; ++K) {
-    std::array<double, Degrees> C{};
-    for (unsigned D = 0; D < Degrees; ++D)
-      if (Mask >> (Degrees * K + D) & 1)
-        C[D] = Coefs[At++];
-    // As cellOf's count evaluates: a number is itself, the fast form
-    // Horner's rule in X (Count::evaluate).
-    bool Poly = C[1] != 0 || C[2] != 0 || C[3] != 0;
-    Out[K] = Poly ? C[0] + X * (C[1] + X * (C[2] + X * C[3])) : C[0];
-  }
+  // As cellOf's count evaluates: a number is itself, the fast form
+  // Horner's rule in X (Count::evaluate).
+  unpackCells(0, Cells, [&](unsigned K, const std::array<double, Degrees> &C) {
+    Out[K] = isPoly(C) ? C[0] + X * (C[1] + X * (C[2] + X * C[3])) : C[0];
+  });
   return Out;
 }
 
@@ -833,15 +823,11 @@ PhaseCount SymbolicCost::phase(unsigned K) const {
   sym::EngineScope InEngine;
   if (General)
     return {get(K), get(K + 1), get(K + 2), get(K + 3)};
-  // The four cells' coefficients follow each other in Coefs: where the
-  // first starts is counted once, not once a cell.
-  std::array<std::array<double, Degrees>, 4> C{};
-  size_t At = llvm::popcount(Mask & ((uint64_t(1) << (Degrees * K)) - 1));
-  for (unsigned J = 0; J < 4; ++J)
-    for (unsigned D = 0; D < Degrees; ++D)
-      if (Mask >> (Degrees * (K + J) + D) & 1)
-        C[J][D] = Coefs[At++];
-  return {cellOf(C[0]), cellOf(C[1]), cellOf(C[2]), cellOf(C[3])};
+  std::array<sym::Count, 4> P;
+  unpackCells(K, 4, [&](unsigned Cell, const std::array<double, Degrees> &C) {
+    P[Cell - K] = cellOf(C);
+  });
+  return {P[0], P[1], P[2], P[3]};
 }
 
 void SymbolicSum::add(const SymbolicCost &C, double K) {

@@ -31,6 +31,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/bit.h"
 #include <memory>
 #include <optional>
 #include <string>
@@ -138,10 +139,26 @@ private:
   bool coefficients(const sym::Count &C, std::array<double, Degrees> &Out);
   /// Cells K .. K+3 (a phase: each node's totals read two).
   PhaseCount phase(unsigned K) const;
+  /// Whether coefficients of b^0 .. b^3 are a formula (not a number).
+  static bool isPoly(const std::array<double, Degrees> &C) {
+    return C[1] != 0 || C[2] != 0 || C[3] != 0;
+  }
   /// A cell's count from its coefficients of b^0 .. b^3.
   sym::Count cellOf(const std::array<double, Degrees> &C) const {
-    bool Poly = C[1] != 0 || C[2] != 0 || C[3] != 0;
-    return Poly ? sym::Count::univariateOf(Symbol, C) : sym::Count(C[0]);
+    return isPoly(C) ? sym::Count::univariateOf(Symbol, C) : sym::Count(C[0]);
+  }
+  /// Cells First .. First+N-1's coefficients of b^0 .. b^3 from Coefs, in
+  /// order, to F(cell, coefficients): where the first starts is counted
+  /// once, not once a cell.
+  template <typename Fn> void unpackCells(unsigned First, unsigned N, Fn F) const {
+    size_t At = llvm::popcount(Mask & ((uint64_t(1) << (Degrees * First)) - 1));
+    for (unsigned K = First; K < First + N; ++K) {
+      std::array<double, Degrees> C{};
+      for (unsigned D = 0; D < Degrees; ++D)
+        if (Mask >> (Degrees * K + D) & 1)
+          C[D] = Coefs[At++];
+      F(K, C);
+    }
   }
   void setPhase(unsigned K, const PhaseCount &P) {
     set(K, P.Flops);
