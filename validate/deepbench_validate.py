@@ -24,8 +24,9 @@ How each DeepBench kernel becomes a graph (DeepBench's code/nvidia/*.cu):
          and "dR (recurrent weights)" (bwd_w), and leaves out the input
          projection ONNX always has.
 Precisions: fp32 graphs in fp32; T4 `fp16` = fp16 graphs on tensor cores;
-P100 `fp16-storage` = fp16 graphs with --dtype fp32 (fp32 math; ridge then
-counts 4-byte elements, which only the memory-bound phases notice).
+P100 `fp16-storage` = fp16 graphs (2-byte operands; with no tensor cores for
+fp16 ridge's kernel model multiplies them at the fp32 rate, as cuDNN's
+PSEUDO_HALF_CONFIG and cuBLAS's fp32 compute type do).
 
 Measurements that no kernel can reach are left out and listed: a phase
 whose DeepBench FLOP count implies more than 1.1x the device's highest peak
@@ -50,14 +51,18 @@ from onnx import TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-# The cuDNN major version each sheet was measured with (shared/validation/
-# deepbench/README.md). With cuDNN 7 or later DeepBench's conv_bench.cu
-# (USE_TENSOR_CORES, on by default there) sets CUDNN_TENSOR_OP_MATH and
-# forces the algorithms: IMPLICIT_PRECOMP_GEMM forward, BWD_DATA_ALGO_1 and
-# BWD_FILTER_ALGO_1, none of them Winograd; with cuDNN 6 it takes the
-# fastest cudnnFind returns. So the T4's convolutions run with
-# --winograd=false.
-CUDNN_MAJOR = {"T4": 7, "P100": 6, "1080Ti": 6, "TitanXp": 6}
+# Which sheets ran with DeepBench's convolution algorithms forced. Built
+# with USE_TENSOR_CORES=1 (and cuDNN 7 or later), conv_bench.cu sets
+# CUDNN_TENSOR_OP_MATH and forces IMPLICIT_PRECOMP_GEMM forward,
+# BWD_DATA_ALGO_1 and BWD_FILTER_ALGO_1, none of them Winograd; otherwise
+# it takes the fastest algorithm cudnnFind returns. code/nvidia/Makefile
+# defaults to USE_TENSOR_CORES=0, and the sheets show which build ran: the
+# T4's fp16 convolutions reach 32 TFLOP/s at stride 2 (twice the 16 TFLOP/s
+# Turing's CUDA cores give fp16: tensor cores, so the forced build), while
+# its fp32 3x3 convolutions reach 12.5 TFLOP/s, above the 8.1 TFLOP/s fp32
+# peak (a Winograd algorithm, so cudnnFind's choice). Those run with
+# --winograd=false; the others may run Winograd.
+FORCED_ALGOS = {("T4", "fp16")}
 DEVICES = {  # DeepBench file -> ridge device name
     "T4": "T4",
     "P100": "P100-PCIE-16GB",
@@ -240,9 +245,7 @@ def main():
             peak = device_peak(device)
             for prec, kernels in data.items():
                 elem = TensorProto.FLOAT if prec == "fp32" else TensorProto.FLOAT16
-                extra = ["--dtype", "fp32"] if prec == "fp16-storage" else []
-                if CUDNN_MAJOR[gpu] >= 7:
-                    extra += ["--winograd=false"]
+                extra = ["--winograd=false"] if (gpu, prec) in FORCED_ALGOS else []
                 preds = predict(args.ridge, device, kernels, elem, extra, work, f"{gpu}-{prec}")
                 for k, p in zip(kernels, preds):
                     kind = "rnn" if k["kind"] in GATES else k["kind"]

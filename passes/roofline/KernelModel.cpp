@@ -171,6 +171,13 @@ MathUnit ridge::mathUnit(const Device &D, DType T, const Config &Cfg) {
   bool Tf32 = T == DType::Float && Cfg.TF32 && D.Tf32Flops > 0;
   U.Tensor = Tf32 ? D.Tf32MatrixUnits : D.hasMatrixUnits(T);
   double Peak = Tf32 ? D.Tf32Flops : D.matrixPeak(T);
+  // A 16-bit float product with no tensor cores for its type accumulates
+  // in fp32 on the CUDA cores: the libraries' default compute type for
+  // half and bfloat16 data (cublasGemmEx with CUBLAS_COMPUTE_32F, as torch
+  // calls it; cuDNN's PSEUDO_HALF_CONFIG), at the fp32 rate whatever the
+  // datasheet's half2 or 1/64-rate fp16 figure. Its operands stay 16-bit.
+  if (!U.Tensor && (T == DType::Float16 || T == DType::BFloat16))
+    Peak = D.matrixPeak(DType::Float);
   U.PeakPerSM = Peak / SMs;
   U.Efficiency = U.Tensor || D.EffSimt <= 0 ? D.EffCompute : D.EffSimt;
   return U;

@@ -167,7 +167,8 @@ public:
 };
 
 /// The math unit Device D multiplies dtype T with (tensor cores when
-/// D.MatrixUnitTypes lists T, or TF32 for fp32 with Cfg.TF32).
+/// D.MatrixUnitTypes lists T, or TF32 for fp32 with Cfg.TF32; else CUDA
+/// cores, at the fp32 rate for fp16 and bf16, which the libraries sum in fp32).
 MathUnit mathUnit(const Device &D, DType T, const Config &Cfg);
 
 /// Whether the kernel model applies to D (a GPU with its SM count given)
