@@ -18,10 +18,12 @@ asynchronously (`kernel_gap`: work + 1 us, a call bounded by its launches
 at 5 us each), and ConvEff, WgradTensorEff, RecurrentEff, StepSync and
 GatePasses were re-chosen under that by a coordinate search of the C++
 model against deepbench_validate.py (KernelModel.h); this script is the
-record of the first choice, not of those values. It also lets the T4 run
-Winograd, as the first choice did: deepbench_validate.py now runs the T4
-with --winograd=false (DeepBench's conv_bench.cu forces IMPLICIT_PRECOMP_GEMM
-under cuDNN 7+), so the mirror's T4 convolution rows are not ridge's.
+record of the first choice, not of those values. It also lets the T4's
+fp16 convolutions run Winograd, as the first choice did: deepbench_validate.py
+runs them with --winograd=false (the sheet's fp16 runs were DeepBench's
+USE_TENSOR_CORES=1 build, which forces IMPLICIT_PRECOMP_GEMM; its fp32 3x3
+convolutions beat the fp32 peak, so they were not), so the mirror's T4 fp16
+convolution rows are not ridge's.
 """
 import json, math, sys, collections, functools
 DB='/work/shared/validation/deepbench/'
