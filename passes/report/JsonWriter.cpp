@@ -16,8 +16,14 @@ bool shortestDouble(const json::Value &V, SmallVectorImpl<char> &Out) {
   std::optional<double> D = V.getAsNumber();
   if (!D || !std::isfinite(*D))
     return false;
-  if (std::optional<int64_t> I = V.getAsInteger(); I && double(*I) == *D)
-    return false; // an int64, or a double "%.17g" prints as its integer digits
+  // An int64 or uint64, or a double "%.17g" prints as its integer digits.
+  // (getAsInteger converts a double up to double(INT64_MAX) = 2^63 to
+  // int64_t, undefined at 2^63 itself: a double that large is no int64.)
+  if (V.getAsUINT64())
+    return false;
+  if (*D < 0x1p63)
+    if (std::optional<int64_t> I = V.getAsInteger(); I && double(*I) == *D)
+      return false;
   char Buf[32];
   auto [End, Ec] = std::to_chars(Buf, Buf + sizeof(Buf), *D);
   if (Ec != std::errc())
