@@ -19,6 +19,13 @@
 // With RIDGE_FUZZ_BYTES (fuzz-bytes-loader) the input goes to
 // ModelSource::openBuffer instead, as the Python module's bytes do: no file.
 //
+// A model that loads is then analyzed as `ridge analyze` analyzes it
+// (analyzeLoaded): loaded again with free dims kept for formulas, and the
+// report pipeline (cost, training step, roofline with the kernel model,
+// fusion, the report) run on H100-SXM5-80GB as text and as JSON, and once more
+// for inference; then planned as `ridge plan --devices 8 --global-batch 16`
+// plans it (planLoaded). A model's strings and dims reach every pass.
+//
 // RIDGE_FUZZ_INFER_SHAPES=0 in the environment skips shape inference (ridge's
 // rules and ONNX's fallback), to
 // fuzz ridge's own code past inputs that crash ONNX 1.12's inference functions.
@@ -30,6 +37,10 @@
 #include "analyzer/onnx/Loader.h"
 #include "analyzer/onnx/OnnxWire.h"
 #include "analyzer/PassManager.h"
+#include "analyzer/symbolic/Count.h"
+#include "devices/Device.h"
+#include "passes/Passes.h"
+#include "passes/plan/Planner.h"
 #include "test/WireOracle.h"
 #include <onnx/onnx_pb.h>
 #include "llvm/Support/raw_ostream.h"
@@ -57,6 +68,89 @@ bool writeInput(const uint8_t *Data, size_t Size) {
     return false;
   bool OK = std::fwrite(Data, 1, Size, F) == Size;
   return std::fclose(F) == 0 && OK;
+}
+
+/// The shipped H100 file, read once (the fuzzer's devices are not its input).
+const ridge::Device &fuzzDevice() {
+  static const ridge::Device D = [] {
+    auto All = ridge::loadDeviceDir(ridge::defaultDeviceDir("", RIDGE_SOURCE_DEVICES_DIR));
+    if (!All) {
+      std::fprintf(stderr, "cannot read the devices: %s\n",
+                   llvm::toString(All.takeError()).c_str());
+      std::abort();
+    }
+    auto Dev = ridge::findDevice(*All, "H100-SXM5-80GB");
+    if (!Dev) {
+      std::fprintf(stderr, "%s\n", llvm::toString(Dev.takeError()).c_str());
+      std::abort();
+    }
+    return **Dev;
+  }();
+  return D;
+}
+
+/// `ridge analyze` on a model the loader accepted (Load: the same input
+/// loaded as analyze loads it): the report pipeline as text and as JSON, and
+/// as text for inference. An llvm::Error is a correct rejection; a crash, a
+/// sanitizer report, a leak or a hang is a finding.
+template <typename LoadFn> void analyzeLoaded(LoadFn Load) {
+  struct Run {
+    ridge::OutputFormat Format;
+    bool Inference;
+  };
+  for (Run R : {Run{ridge::OutputFormat::Text, false}, Run{ridge::OutputFormat::Json, false},
+                Run{ridge::OutputFormat::Text, true}}) {
+    ridge::DiagnosticEngine Diags;
+    llvm::Expected<std::unique_ptr<ridge::Model>> M = Load(Diags);
+    if (!M) {
+      llvm::consumeError(M.takeError());
+      return;
+    }
+    ridge::Config C;
+    C.Out = &llvm::nulls();
+    C.Format = R.Format;
+    C.Dev = &fuzzDevice();
+    C.Inference = R.Inference;
+    C.SymbolicCosts = true; // free dims give formulas, as analyze prints them
+    std::optional<ridge::sym::UnivariateScope> FastForm;
+    if (ridge::sym::ExprRef S = (*M)->leadingSymbol())
+      FastForm.emplace(S);
+    ridge::PassManager PM;
+    if (llvm::Error E = ridge::parsePipeline("report", PM)) {
+      std::fprintf(stderr, "%s\n", llvm::toString(std::move(E)).c_str());
+      std::abort();
+    }
+    ridge::AnalysisManager AM(**M, C, Diags);
+    if (llvm::Error E = PM.run(**M, AM))
+      llvm::consumeError(std::move(E));
+    Diags.flush(llvm::nulls());
+  }
+}
+
+/// `ridge plan --devices 8 --global-batch 16` on Src (bf16, the planner's
+/// default): the batch a symbol, the search over tensor, pipeline and data
+/// parallelism, the printed plan. An llvm::Error is a correct rejection.
+void planLoaded(const ridge::ModelSource &Src, const ridge::LoadOptions &LO) {
+  ridge::Config C;
+  C.Out = &llvm::nulls();
+  C.Dev = &fuzzDevice();
+  C.ComputeDType = ridge::DType::BFloat16;
+  ridge::PlanOptions PO;
+  PO.Devices = 8;
+  PO.DevicesPerNode = 8;
+  PO.GlobalBatch = 16;
+  PO.Top = 2;
+  auto Load = [&](int64_t Batch, ridge::DiagnosticEngine &D, bool) {
+    return ridge::loadModelAtBatch(Src, LO, "", Batch, D);
+  };
+  ridge::DiagnosticEngine Diags;
+  auto R = ridge::planParallelism(Load, C, PO, Diags);
+  Diags.flush(llvm::nulls());
+  if (!R) {
+    llvm::consumeError(R.takeError());
+    return;
+  }
+  ridge::printPlan(*R, C, llvm::nulls());
 }
 
 } // namespace
@@ -188,6 +282,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
       return 0;
     }
     ridge::printModel(**M, llvm::nulls());
+    ridge::LoadOptions AO = Opts;
+    AO.SymbolicShapesCosted = true;
+    analyzeLoaded([&](ridge::DiagnosticEngine &D) { return (*Src)->load(AO, D); });
+    planLoaded(**Src, Opts);
     return 0;
   }
 #endif
@@ -207,5 +305,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   }
   ridge::printModel(**M, llvm::nulls());
   checkAnnotatedCopy(**M);
+  ridge::LoadOptions AO = Opts;
+  AO.SymbolicShapesCosted = true;
+  analyzeLoaded([&](ridge::DiagnosticEngine &D) { return ridge::loadModel(ModelPath, AO, D); });
+  auto Src = ridge::ModelSource::open(ModelPath, Opts);
+  if (!Src) {
+    std::fprintf(stderr, "the model loaded, but does not open again: %s\n",
+                 llvm::toString(Src.takeError()).c_str());
+    std::abort();
+  }
+  planLoaded(**Src, Opts);
   return 0;
 }
