@@ -10,21 +10,32 @@ using namespace llvm;
 
 namespace {
 
-/// The double D as shortest round-trip text; false when D is better printed
-/// by llvm::json (an integer, or not finite: llvm's text for those is kept).
-bool shortestDouble(const json::Value &V, SmallVectorImpl<char> &Out) {
+/// The number V's text, as llvm::json prints it but faster: an integral
+/// double below 1e17 as its integer digits (what "%.17g" prints for it, but
+/// through std::to_chars: snprintf was most of the time a large document
+/// took); any other finite non-integral double, or one of 2^63 or more, in
+/// the shortest form that reads back to it. False when llvm's text is kept
+/// (an int64 or uint64, -0, a double of 1e17 or more that is an int64, or
+/// not finite).
+bool numberText(const json::Value &V, SmallVectorImpl<char> &Out) {
   std::optional<double> D = V.getAsNumber();
   if (!D || !std::isfinite(*D))
     return false;
-  // An int64 or uint64, or a double "%.17g" prints as its integer digits.
-  // (getAsInteger converts a double up to double(INT64_MAX) = 2^63 to
-  // int64_t, undefined at 2^63 itself: a double that large is no int64.)
   if (V.getAsUINT64())
     return false;
-  if (*D < 0x1p63)
-    if (std::optional<int64_t> I = V.getAsInteger(); I && double(*I) == *D)
-      return false;
   char Buf[32];
+  // (getAsInteger converts a double up to double(INT64_MAX) = 2^63 to
+  // int64_t, undefined at 2^63 itself: a double that large is no int64.)
+  if (*D < 0x1p63)
+    if (std::optional<int64_t> I = V.getAsInteger(); I && double(*I) == *D) {
+      if (!(std::fabs(*D) < 1e17) || (*D == 0 && std::signbit(*D)))
+        return false; // "%.17g" prints an exponent, or "-0"
+      auto [End, Ec] = std::to_chars(Buf, Buf + sizeof(Buf), *I);
+      if (Ec != std::errc())
+        return false;
+      Out.assign(Buf, End);
+      return true;
+    }
   auto [End, Ec] = std::to_chars(Buf, Buf + sizeof(Buf), *D);
   if (Ec != std::errc())
     return false;
@@ -38,7 +49,7 @@ void ridge::writeJson(json::OStream &J, const json::Value &V) {
   switch (V.kind()) {
   case json::Value::Number: {
     SmallString<32> Text;
-    if (shortestDouble(V, Text))
+    if (numberText(V, Text))
       J.rawValue(Text.str());
     else
       J.value(V);

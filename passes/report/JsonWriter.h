@@ -5,7 +5,8 @@
 // 5.0000000000000004e-06): exact but noisy, and snprintf is most of the
 // time a large document takes. writeJson prints the same document with each
 // non-integral double in the shortest form that reads back as the same
-// double (std::to_chars): 0.85, 5e-06. Integers print as before.
+// double (std::to_chars): 0.85, 5e-06. Integers print as before, the
+// integral doubles below 1e17 (most counts) through std::to_chars too.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RIDGE_PASSES_REPORT_JSONWRITER_H

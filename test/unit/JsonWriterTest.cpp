@@ -2,6 +2,7 @@
 #include "passes/report/JsonWriter.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -76,6 +77,33 @@ TEST(JsonWriterTest, DoublesReadBackExactly) {
     ASSERT_TRUE(D.has_value()) << I;
     EXPECT_EQ(*D, Xs[I]) << "element " << I;
   }
+}
+
+// Integral doubles print as llvm::json prints them ("%.17g": their digits
+// below 1e17, an exponent from there, "-0"), though through std::to_chars;
+// 2^63 and up (no int64) in the shortest form that reads back.
+TEST(JsonWriterTest, IntegralDoublesPrintAsLlvmDoes) {
+  std::mt19937_64 Rng(7);
+  std::vector<double> Xs = {0.0, -0.0, 1.0, -1.0, 9007199254740993.0, 99999999999999984.0,
+                            1e17, -1e17, 123456789012345678.0, 4611686018427387904.0};
+  while (Xs.size() < 5000) {
+    double D = std::ldexp(double(Rng() >> 11), -int(Rng() % 64)); // up to 2^53
+    Xs.push_back(std::floor(D) * ((Rng() & 1) ? -1 : 1));
+  }
+  for (double D : Xs) {
+    std::string Llvm;
+    llvm::raw_string_ostream OS(Llvm);
+    OS << json::Value(D);
+    EXPECT_EQ(print(json::Value(D)), Llvm + "\n") << D;
+  }
+  // 2^63 and 2^66: past int64, printed short, and read back exactly.
+  for (double D : {0x1p63, 0x1p66}) {
+    std::string Text = print(json::Value(D));
+    llvm::Expected<json::Value> Back = json::parse(Text);
+    ASSERT_TRUE(bool(Back)) << llvm::toString(Back.takeError());
+    EXPECT_EQ(Back->getAsNumber(), D) << Text;
+  }
+  EXPECT_EQ(print(json::Value(0x1p63)), "9223372036854775808\n");
 }
 
 // One body, both sinks: the object a body builds (ObjectSink) prints as the
