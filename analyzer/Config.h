@@ -77,7 +77,7 @@ struct Config {
   bool TF32 = false;
   /// 3x3 convolutions may run as Winograd (--winograd=false: the library
   /// runs implicit GEMMs only, as cuDNN's tensor-op path and deterministic
-  /// algorithms do, and DeepBench forces with cuDNN 7+).
+  /// algorithms do, and DeepBench's USE_TENSOR_CORES=1 build forces).
   bool Winograd = true;
 
   // Report.
