@@ -19,7 +19,6 @@
 #include <array>
 #include <bitset>
 #include <cassert>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
