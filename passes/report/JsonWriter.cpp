@@ -23,24 +23,23 @@ bool numberText(const json::Value &V, SmallVectorImpl<char> &Out) {
     return false;
   if (V.getAsUINT64())
     return false;
-  char Buf[32];
+  auto Print = [&Out](auto X) {
+    char Buf[32];
+    auto [End, Ec] = std::to_chars(Buf, Buf + sizeof(Buf), X);
+    if (Ec != std::errc())
+      return false;
+    Out.assign(Buf, End);
+    return true;
+  };
   // (getAsInteger converts a double up to double(INT64_MAX) = 2^63 to
   // int64_t, undefined at 2^63 itself: a double that large is no int64.)
   if (*D < 0x1p63)
     if (std::optional<int64_t> I = V.getAsInteger(); I && double(*I) == *D) {
       if (!(std::fabs(*D) < 1e17) || (*D == 0 && std::signbit(*D)))
         return false; // "%.17g" prints an exponent, or "-0"
-      auto [End, Ec] = std::to_chars(Buf, Buf + sizeof(Buf), *I);
-      if (Ec != std::errc())
-        return false;
-      Out.assign(Buf, End);
-      return true;
+      return Print(*I);
     }
-  auto [End, Ec] = std::to_chars(Buf, Buf + sizeof(Buf), *D);
-  if (Ec != std::errc())
-    return false;
-  Out.assign(Buf, End);
-  return true;
+  return Print(*D);
 }
 
 } // namespace
