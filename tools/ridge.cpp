@@ -276,6 +276,11 @@ static cl::opt<bool> PlanOverlapGrad(
     cl::desc("Overlap the data-parallel gradient all-reduce with the last backward "
              "(default true; =false: it runs after the backward, as in Megatron-LM by default)"),
     cl::init(true), cl::sub(PlanCmd), cl::cat(PlanCat));
+static cl::opt<bool> PlanFineSegments(
+    "plan-fine-segments",
+    cl::desc("Sum every partition position by position, not by the segments between the "
+             "graph's cuts (a check: the same plan, to rounding)"),
+    cl::Hidden, cl::init(false), cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<unsigned> PlanTop("show", cl::desc("Configurations to print (default 5)"),
                                  cl::init(5), cl::sub(PlanCmd), cl::cat(PlanCat));
 static cl::opt<bool> PlanScaling("scaling",
@@ -535,6 +540,7 @@ static llvm::Expected<PlanOptions> planOptions(Timing &Timer) {
   PO.MaxTP = PlanMaxTP;
   PO.OverlapSlowdown = PlanSlowdown;
   PO.OverlapGradReduce = PlanOverlapGrad;
+  PO.FineSegments = PlanFineSegments;
   PO.Timer = &Timer;
   PO.Top = PlanTop;
   PO.Scaling = PlanScaling || !PlanScalingSvg.empty() || !ReportOut.empty();

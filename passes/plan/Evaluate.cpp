@@ -7,25 +7,13 @@ using namespace ridge;
 namespace ridge::plan {
 
 void Planner::sizeWorkspace(Workspace &W) {
-  size_t NPos = Pos.size(), NSlots = 4 * ClassRep.size();
+  size_t NSlots = 4 * ClassRep.size();
   Group &G = W.G;
-  G.TPT.resize(NPos);
-  G.TPF.resize(NPos);
-  for (auto *V : {&G.SlotTF, &G.SlotTB, &G.SlotLF, &G.SlotLB, &W.SlotMF, &W.SlotMM0, &W.SlotMM1})
+  for (auto *V : {&G.SlotTF, &G.SlotTB, &G.SlotLF, &G.SlotLB, &G.SlotMF, &G.SlotMM0, &G.SlotMM1})
     V->resize(NSlots);
-  for (auto *V : {&G.Prefix[0], &G.Prefix[1], &G.Prefix[2], &G.PreA, &G.PreAS, &G.PreB})
-    V->resize(NPos + 1);
-  if (Dev.asyncLaunch()) {
-    G.TPN.resize(NPos);
-    G.TPNF.resize(NPos);
-    for (auto &L : G.LPre)
-      L.resize(NPos + 1);
-  }
   G.PreCk.resize(CutPos.size() + 1);
-  for (auto &C : G.Collapsed)
-    C.resize(Boundaries.size() + 1);
   G.SegSum.resize(CutPos.empty() ? 0 : CutPos.size() - 1);
-  W.CollSeconds.resize(CollCosts.size());
+  G.CollSeconds.resize(CollCosts.size());
 }
 
 Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
@@ -33,7 +21,6 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   if (G.Valid && G.B == B && G.T == T && G.SP == SP)
     return G;
   const TPPlan &TP = tpPlan(T, SP);
-  const TPPlan *Last = G.Valid ? G.TP : nullptr; ///< whose collectives TPT holds
   G.Valid = true;
   G.B = B;
   G.T = T;
@@ -41,55 +28,40 @@ Group &Planner::group(Workspace &W, int64_t B, unsigned T, bool SP) {
   G.TP = &TP;
   for (auto &E : G.Ends)
     E.clear();
-  for (auto &M : G.MaxSeg)
-    M[0] = M[1] = -1;
+  for (SegSums &S : G.Seg) {
+    S.Made = false;
+    for (double &M : S.MaxSeg)
+      M = -1;
+  }
   G.Aggs.clear();
   sizeWorkspace(W);
-  sumCollectives(W, Last);
+  sumCollectives(G);
   placeSlots(W);
-  sumPositions(W);
-  sumActivations(G);
+  // Every cost finite and non-negative: so are the slots' times and the
+  // collectives (a position's cost adds a few of them), and the sums are
+  // finite unless they overflow (SegSums::Bounded checks the totals).
+  bool Finite = true;
+  auto Ok = [](double X) { return X >= 0 && X <= std::numeric_limits<double>::max(); };
+  for (uint32_t I : TP.UsedSlots)
+    Finite &= Ok(G.SlotTF[I]) && Ok(G.SlotTB[I]);
+  for (uint32_t I : TP.UsedCosts)
+    Finite &= Ok(G.CollSeconds[I]);
+  G.TermsFinite = Finite;
+  segSums(G, 0);
   checkExactSums(G);
   return G;
 }
 
-void Planner::sumCollectives(Workspace &W, const TPPlan *Last) {
-  // Tensor-parallel collectives, summed per position in their order.
-  Group &G = W.G;
+void Planner::sumCollectives(Group &G) {
+  // Tensor-parallel collectives: each distinct one's seconds (the segment
+  // classes add them per position, in the plan's order).
   const TPPlan &TP = *G.TP;
-  bool Count = Dev.asyncLaunch();
-  if (!Last) {
-    G.TPT.assign(Pos.size(), 0);
-    G.TPF.assign(Pos.size(), 0);
-    if (Count) {
-      G.TPN.assign(Pos.size(), 0);
-      G.TPNF.assign(Pos.size(), 0);
-    }
-  } else {
-    for (uint32_t P : Last->CollPos)
-      G.TPT[P] = G.TPF[P] = 0;
-    if (Count)
-      for (uint32_t P : Last->CollPos)
-        G.TPN[P] = G.TPNF[P] = 0;
-  }
   bool TPInter = crossesNodes(1, G.T);
   double TPBw = groupBandwidth(1, G.T), TPLat = linkLatency(TPInter);
   for (uint32_t I : TP.UsedCosts) {
     double Bytes = CollCosts[I].Bytes.at(double(G.B));
-    W.CollSeconds[I] = collectiveSeconds(CollCosts[I].Kind, Bytes, G.T, TPBw, TPLat);
+    G.CollSeconds[I] = collectiveSeconds(CollCosts[I].Kind, Bytes, G.T, TPBw, TPLat);
   }
-  double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
-  const double *Sec = W.CollSeconds.data();
-  for (size_t I = 0, E = TP.CollPos.size(); I < E; ++I) {
-    TPTs[TP.CollPos[I]] += Sec[TP.CollCost[I]];
-    if (TP.CollFwd[I])
-      TPFs[TP.CollPos[I]] += Sec[TP.CollCost[I]];
-  }
-  if (Count)
-    for (size_t I = 0, E = TP.CollPos.size(); I < E; ++I) {
-      ++G.TPN[TP.CollPos[I]];
-      G.TPNF[TP.CollPos[I]] += TP.CollFwd[I];
-    }
   G.TPCount = TP.CollPos.size();
 }
 
@@ -135,9 +107,9 @@ void Planner::placeSlots(Workspace &W) {
         nestedKernels(It->second, Kernels, G.SlotTF[Slot], G.SlotTB[Slot], G.SlotLF[Slot],
                       G.SlotLB[Slot]);
     }
-    W.SlotMF[Slot] = (XF.Flops.at(Mb) + XB.Flops.at(Mb)) * T * Scale;
-    W.SlotMM0[Slot] = 2 * (XF.Macs.at(Mb) * 1 + XB.Macs.at(Mb)) * T * Scale;
-    W.SlotMM1[Slot] = 2 * (XF.Macs.at(Mb) * 2 + XB.Macs.at(Mb)) * T * Scale;
+    G.SlotMF[Slot] = (XF.Flops.at(Mb) + XB.Flops.at(Mb)) * T * Scale;
+    G.SlotMM0[Slot] = 2 * (XF.Macs.at(Mb) * 1 + XB.Macs.at(Mb)) * T * Scale;
+    G.SlotMM1[Slot] = 2 * (XF.Macs.at(Mb) * 2 + XB.Macs.at(Mb)) * T * Scale;
   }
 }
 
@@ -273,185 +245,54 @@ void Planner::productTimes(Workspace &W, const Position &X, double Mb, unsigned 
   takeTimes(F, B, Fwd, Bwd, FwdLaunches, BwdLaunches);
 }
 
-void Planner::sumPositions(Workspace &W) {
-  // Per position, in order, what evaluate() used to compute position by
-  // position: forward and backward time (through the slots), the FLOP sums,
-  // the time with each recomputation mode and its prefix sums; on an
-  // asynchronous device the kernels launched too, in the same pass (a pass
-  // of its own read the slots and flags again and cost 7% of a plan).
-  Group &G = W.G;
-  if (Dev.asyncLaunch())
-    sumPositionsWith<true>(W);
-  else
-    sumPositionsWith<false>(W);
-  // Every cost finite and non-negative: so are the slots' times and the
-  // collectives (a cost adds at most four of them), and the total is finite.
-  const TPPlan &TP = *G.TP;
-  const double *STF = G.SlotTF.data(), *STB = G.SlotTB.data(), *TPTs = G.TPT.data();
-  bool Bad = false;
-  for (uint32_t I : TP.UsedSlots)
-    Bad |= !(STF[I] >= 0 && STF[I] <= std::numeric_limits<double>::max()) ||
-           !(STB[I] >= 0 && STB[I] <= std::numeric_limits<double>::max());
-  for (uint32_t Q : TP.CollPos)
-    Bad |= !(TPTs[Q] >= 0 && TPTs[Q] <= std::numeric_limits<double>::max());
-  size_t NPos = Pos.size();
-  for (int R = 0; R < 3; ++R)
-    G.Bounded[R] = !Bad && G.Prefix[R][NPos] <= std::numeric_limits<double>::max();
-}
-
-template <bool Launches> void Planner::sumPositionsWith(Workspace &W) {
-  // Two passes over the positions, each accumulator summed in position
-  // order (so every sum is what one pass gave, bit for bit): the times
-  // with their prefix sums first, then the FLOP sums and the launches. One
-  // pass held 15 running sums, more than x86-64's 16 vector registers
-  // leave room for beside the loads, and spilled them to the stack: 97
-  // instructions a position, against 60 for the two passes together.
-  Group &G = W.G;
-  size_t NPos = Pos.size();
-  for (int R = 0; R < 3; ++R)
-    G.Prefix[R][0] = 0;
-  const uint32_t *Slots = G.SlotOf;
-  const uint8_t *Sel = RecSel.data(), *Full = RecFull.data();
-  const double *STF = G.SlotTF.data(), *STB = G.SlotTB.data();
-  const double *TPTs = G.TPT.data(), *TPFs = G.TPF.data();
-  double *P0 = G.Prefix[0].data(), *P1 = G.Prefix[1].data(), *P2 = G.Prefix[2].data();
-  double *PB = G.PreB.data();
-  PB[0] = 0;
-  // The prefixes at the stage boundaries are taken as they pass (gathered
-  // after, they read the three prefix tables again, a cache line a read).
-  for (auto &C : G.Collapsed)
-    C[0] = 0;
-  double *C0 = G.Collapsed[0].data(), *C1 = G.Collapsed[1].data(),
-         *C2 = G.Collapsed[2].data();
-  const size_t *Bd = Boundaries.data();
-  size_t NextB = 0, NumB = Boundaries.size();
-  double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0, PreBw = 0;
-  double Pre0 = 0, Pre1 = 0, Pre2 = 0;
-  for (size_t P = 0; P < NPos; ++P) {
-    uint32_t Slot = Slots[P];
-    double TF = STF[Slot], TB = STB[Slot], TPt = TPTs[P], TPf = TPFs[P];
-    TotBwd += TB;
-    TotTP += TPt;
-    // Full recomputation replays a segment's forward, its tensor-parallel
-    // collectives included (Megatron re-runs the layer's all-reduces).
-    // (Group::cost() is this, position by position.)
-    double Zero = 0, RS = Sel[P] ? TF : 0, RF = Full[P] ? TF + TPf : 0;
-    Rec1 += RS;
-    Rec2 += RF;
-    double X0 = TF + TB + Zero, X1 = TF + TB + RS, X2 = TF + TB + RF;
-    X0 += TPt;
-    X1 += TPt;
-    X2 += TPt;
-    P0[P + 1] = Pre0 += X0;
-    P1[P + 1] = Pre1 += X1;
-    P2[P + 1] = Pre2 += X2;
-    PB[P + 1] = PreBw += TB + (TPt - TPf);
-    if (NextB < NumB && Bd[NextB] == P + 1) {
-      C0[NextB + 1] = Pre0;
-      C1[NextB + 1] = Pre1;
-      C2[NextB + 1] = Pre2;
-      ++NextB;
-    }
-  }
-  // The model's FLOPs and, on an asynchronous device, the kernels the host
-  // issues, per position in order: forward, backward and collectives; a
-  // replay adds the forward's (and under full recomputation its forward
-  // collectives). Whole numbers: every prefix difference is a stage's
-  // exact count.
-  const double *SMF = W.SlotMF.data(), *SM0 = W.SlotMM0.data(), *SM1 = W.SlotMM1.data();
-  const uint32_t *N = G.TPN.data(), *NF = G.TPNF.data();
-  const double *LF = G.SlotLF.data(), *LB = G.SlotLB.data();
-  double *L0 = nullptr, *L1 = nullptr, *L2 = nullptr;
-  if constexpr (Launches) {
-    L0 = G.LPre[0].data(), L1 = G.LPre[1].data(), L2 = G.LPre[2].data();
-    L0[0] = L1[0] = L2[0] = 0;
-  }
-  double La0 = 0, La1 = 0, La2 = 0;
-  double ModelFlops = 0, M0 = 0, M1s = 0, M2s = 0;
-  for (size_t P = 0; P < NPos; ++P) {
-    uint32_t Slot = Slots[P];
-    ModelFlops += SMF[Slot];
-    M0 += SM0[Slot];
-    M1s += Sel[P] ? SM1[Slot] : SM0[Slot];
-    M2s += Full[P] ? SM1[Slot] : SM0[Slot];
-    if constexpr (Launches) {
-      double F = LF[Slot], X = F + LB[Slot] + N[P];
-      L0[P + 1] = La0 += X;
-      L1[P + 1] = La1 += X + (Sel[P] ? F : 0);
-      L2[P + 1] = La2 += X + (Full[P] ? F + NF[P] : 0);
-    }
-  }
-  G.ModelFlops = ModelFlops;
-  G.MatrixFlops[0] = M0;
-  G.MatrixFlops[1] = M1s;
-  G.MatrixFlops[2] = M2s;
-  G.TotBwd = TotBwd;
-  G.TotTP = TotTP;
-  G.TotRec[0] = 0;
-  G.TotRec[1] = Rec1;
-  G.TotRec[2] = Rec2;
-  for (int R = 0; R < 3; ++R)
-    for (size_t K = NextB; K < NumB; ++K) // boundaries the loop did not pass (none at 0)
-      G.Collapsed[R][K + 1] = G.Prefix[R][Boundaries[K]];
-}
-
 double Planner::stageLaunches(const StageView &S, unsigned St) const {
   if (!Dev.asyncLaunch())
     return 0;
-  const std::vector<double> &L = S.Gr.LPre[S.R];
+  const std::vector<double> &L = S.Sums.LPre[S.R];
   double Sum = 0;
   for (unsigned C = 0; C < S.V; ++C) {
     unsigned Ch = St + C * S.P;
-    Sum += L[S.Ends[Ch]] - L[S.start(Ch)];
+    Sum += L[S.bd1(Ch)] - L[S.bd0(Ch)];
   }
   return Sum;
 }
 
-void Planner::sumActivations(Group &G) {
-  // The activation terms' prefix sums: saved tensors with and without
-  // selective recomputation, and checkpoints at the cuts only (summed over
-  // every position, the zero terms between them changed nothing).
-  const uint8_t *Split = G.TP->SplitU8.data();
-  double Mb = double(G.B);
-  G.PreA[0] = G.PreAS[0] = G.PreCk[0] = 0;
-  double *PA = G.PreA.data(), *PAS = G.PreAS.data(), *PCk = G.PreCk.data();
-  const BatchPoly *SA = SavedAff.data(), *SelA = SelAff.data();
-  // With sequence parallelism the replicated regions are split too.
-  const double Scales[2] = {1.0, 1.0 / G.T};
-  unsigned SPBit = G.SP;
-  double A = 0, AS = 0, Ck = 0;
-  for (size_t P = 0, NPos = Pos.size(); P < NPos; ++P) {
-    double ActScale = Scales[Split[P] | SPBit];
-    PA[P + 1] = A += SA[P].at(Mb) * ActScale;
-    PAS[P + 1] = AS += SelA[P].at(Mb) * ActScale;
-  }
-  for (size_t K = 0; K < CutPos.size(); ++K)
-    PCk[K + 1] = Ck += CutCk[K].at(Mb) * Scales[Split[CutPos[K]] | SPBit];
-}
-
 void Planner::checkExactSums(Group &G) {
-  // Whether the activation prefix sums are exact: whole-number terms scaled
-  // by 1 or 1/t with t a power of two, else checked term by term.
+  // Whether the activation sums are exact: whole-number terms scaled by 1
+  // or 1/t with t a power of two, else checked term by term. (Exact, they
+  // are the same in any order and grouping: the segments' sums.)
   const TPPlan &TP = *G.TP;
   const uint8_t *Split = TP.SplitU8.data();
   double Mb = double(G.B);
   unsigned T = G.T;
   bool AnyScaled = G.SP || TP.AnySplit;
   int Shift = !AnyScaled ? 0 : (T & (T - 1)) == 0 ? __builtin_ctz(T) : -1;
-  auto Check = [&](const IntegralTerms &I, const std::vector<BatchPoly> &Aff, bool OnlyCuts) {
+  auto Scale = [&](size_t P) { return (Split[P] || G.SP) ? 1.0 / T : 1.0; };
+  auto Check = [&](const IntegralTerms &I, auto Term) {
     if (I.exactAt(Mb, Shift))
       return true;
     ExactSum X;
     for (size_t P = 0; P < Pos.size(); ++P)
-      if (!OnlyCuts || Cut[P])
-        X.add(Aff[P].at(Mb) * ((Split[P] || G.SP) ? 1.0 / T : 1.0));
+      X.add(Term(P).at(Mb) * Scale(P));
     return X.exact();
   };
-  G.AExact = Check(SavedInt, SavedAff, false);
-  G.ASExact = Check(SelInt, SelAff, false);
-  G.CkExact = Check(CkInt, CkAff, true);
+  G.AExact = Check(SavedInt, [&](size_t P) -> const BatchPoly & { return savedAff(P); });
+  G.ASExact = Check(SelInt, [&](size_t P) -> const BatchPoly & { return selAff(P); });
+  G.CkExact = CkInt.exactAt(Mb, Shift);
+  if (!G.CkExact) {
+    ExactSum X;
+    for (size_t K = 0; K < CutPos.size(); ++K)
+      X.add(CutCk[K].at(Mb) * Scale(CutPos[K]));
+    G.CkExact = X.exact();
+  }
+  double *PCk = G.PreCk.data();
+  PCk[0] = 0;
+  double Ck = 0;
+  for (size_t K = 0; K < CutPos.size(); ++K)
+    PCk[K + 1] = Ck += CutCk[K].at(Mb) * Scale(CutPos[K]);
+  const std::vector<double> &PA = G.Seg[0].PreA;
   for (size_t K = 0; K + 1 < CutPos.size(); ++K)
-    G.SegSum[K] = G.PreA[CutPos[K + 1]] - G.PreA[CutPos[K]];
+    G.SegSum[K] = PA[CutBd[0][K + 1]] - PA[CutBd[0][K]];
 }
 
 const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, unsigned V) {
@@ -461,7 +302,14 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
   if (Found != Gr.Aggs.end())
     return Found->second;
   StageAgg &A = Gr.Aggs[Key];
-  StageView S{Gr, R, P, V, stageEnds(Gr, R, P * V),
+  const ChunkEnds &CE = stageEnds(Gr, R, P * V);
+  StageView S{Gr,
+              R,
+              P,
+              V,
+              CE,
+              segSums(Gr, CE.Fine),
+              Gr.TP->Seg[CE.Fine],
               R == 2 ? RecFull.data() : R == 1 ? RecSel.data() : nullptr};
   tiedCopies(S, A);
   for (unsigned Ch = 0; Ch < P * V; ++Ch) {
@@ -470,20 +318,22 @@ const StageAgg &Planner::stageAgg(Group &Gr, Config::Recompute Rc, unsigned P, u
       A.MaxBoundary =
           std::max(A.MaxBoundary, LiveBytes[End].at(double(Gr.B)) * (Gr.SP ? 1.0 / Gr.T : 1.0));
   }
-  if (Gr.Bounded[R])
-    slowestStageExact(S, A);
-  else
-    slowestStageDirect(S, A);
+  slowestStage(S, S.Sums.Bounded[R], A);
   stageMemory(S, A);
   return A;
 }
 
-const std::vector<size_t> &Planner::stageEnds(Group &Gr, int R, unsigned Chunks) {
+const ChunkEnds &Planner::stageEnds(Group &Gr, int R, unsigned Chunks) {
   // Pipeline stages: P*V chunks balanced by time; chunk c runs on stage c % P.
   auto EndsIt = Gr.Ends[R].find(Chunks);
   if (EndsIt != Gr.Ends[R].end())
     return EndsIt->second;
-  std::vector<size_t> Ends;
+  ChunkEnds CE;
+  std::vector<size_t> &Ends = CE.Ends;
+  // Over the coarse segments while there are enough of them, else over
+  // every position (the fine segmentation).
+  CE.Fine = Opts.FineSegments || Boundaries.size() < Chunks;
+  const SegSums &Sm = segSums(Gr, CE.Fine);
   if (Chunks > 1 && StackLayers >= Chunks) {
     // A stack of identical layers: Megatron-LM's partition, L/(p v) whole
     // layers per chunk, the embedding on the first chunk and the head (with
@@ -497,29 +347,33 @@ const std::vector<size_t> &Planner::stageEnds(Group &Gr, int R, unsigned Chunks)
     }
     Ends.push_back(Pos.size());
   } else if (Chunks > 1) {
-    // Over AllBoundaries (every position) the collapsed prefix is the
-    // prefix itself.
-    bool Few = Boundaries.size() >= Chunks;
-    const std::vector<double> &Seg = Few ? Gr.Collapsed[R] : Gr.Prefix[R];
-    double &MaxSeg = Gr.MaxSeg[R][Few];
-    if (Gr.Bounded[R] && MaxSeg < 0)
+    const std::vector<double> &Seg = Sm.Pre[R];
+    double &MaxSeg = Gr.Seg[CE.Fine].MaxSeg[R];
+    if (Sm.Bounded[R] && MaxSeg < 0)
       MaxSeg = maxSegment(Seg);
-    const std::vector<size_t> &Allowed = Few ? Boundaries : AllBoundaries;
+    const std::vector<size_t> &Allowed = CE.Fine ? AllBoundaries : Boundaries;
     // The host's launches bind only where all of them outlast the best
     // device-only bound (at least the largest segment and the mean chunk).
-    double HostAll = Dev.asyncLaunch() ? Gr.LPre[R][Pos.size()] * Dev.LaunchOverhead : 0;
-    if (Gr.Bounded[R] && HostAll > std::max(MaxSeg, Seg.back() / Chunks)) {
+    double HostAll = Dev.asyncLaunch() ? Sm.LPre[R].back() * Dev.LaunchOverhead : 0;
+    if (Sm.Bounded[R] && HostAll > std::max(MaxSeg, Seg.back() / Chunks)) {
       std::vector<double> Host(Seg.size());
       for (size_t K = 1; K < Host.size(); ++K)
-        Host[K] = Gr.LPre[R][Allowed[K - 1]] * Dev.LaunchOverhead;
+        Host[K] = Sm.LPre[R][K] * Dev.LaunchOverhead;
       Ends = balanceStream(Seg, Host, Chunks, Allowed);
     } else {
-      Ends = balance(Seg, Chunks, Allowed, Gr.Bounded[R], MaxSeg);
+      Ends = balance(Seg, Chunks, Allowed, Sm.Bounded[R], MaxSeg);
     }
   } else {
     Ends = {Pos.size()};
   }
-  return Gr.Ends[R].emplace(Chunks, std::move(Ends)).first->second;
+  // Each end's boundary: in the fine segmentation the position itself; in
+  // the coarse one its place among Boundaries, plus one.
+  for (size_t E : Ends)
+    CE.Bd.push_back(CE.Fine ? uint32_t(E)
+                            : uint32_t(std::lower_bound(Boundaries.begin(), Boundaries.end(),
+                                                        E) -
+                                       Boundaries.begin() + 1));
+  return Gr.Ends[R].emplace(Chunks, std::move(CE)).first->second;
 }
 
 void Planner::tiedCopies(const StageView &S, StageAgg &A) {
@@ -550,90 +404,71 @@ void Planner::tiedCopies(const StageView &S, StageAgg &A) {
 
 void Planner::sumStagesExactly(const StageView &S, unsigned Sa, const unsigned *Sb,
                                StageSums &Xa, StageSums &Xb) {
-  // Stages' sums position by position, two stages at a time (independent
-  // chains of additions), each in its own order.
-  const Group &Gr = S.Gr;
+  // Stages' sums segment by segment (each segment's its class's), two
+  // stages at a time (independent chains of additions), each in its own
+  // order.
   int R = S.R;
   unsigned P = S.P, V = S.V;
-  const std::vector<size_t> &Ends = S.Ends;
-  const uint8_t *Flag = S.Flag;
-  size_t NPos = Pos.size();
-  if (P == 1 && Ends.back() == NPos) { // stage 0 sums every position in order
-    Xa.T = Gr.Prefix[R][NPos];
-    Xa.B = Gr.TotBwd;
-    Xa.TP = Gr.TotTP;
-    Xa.Rec = Gr.TotRec[R];
+  const SegSums &Sm = S.Sums;
+  if (P == 1 && S.Ends.back() == Pos.size()) { // stage 0 sums every segment in order
+    Xa.T = Sm.Pre[R].back();
+    Xa.B = Sm.TotBwd;
+    Xa.TP = Sm.TotTP;
+    Xa.Rec = Sm.TotRec[R];
     return;
   }
-  const uint32_t *SlotOf = Gr.SlotOf;
-  const double *STF = Gr.SlotTF.data(), *STB = Gr.SlotTB.data(), *TPTP = Gr.TPT.data(),
-               *TPFP = Gr.TPF.data();
-  // Position Q's terms added to X: Group::cost() inline (the same
-  // additions in the same order), its backward, TP and recompute times
-  // (the replay, its forward collectives included under full
-  // recomputation, as the whole-graph sum TotRec counts it).
-  auto Add = [&](auto HasFlag, size_t Q, StageSums &X) {
-    uint32_t Sl = SlotOf[Q];
-    double TF = STF[Sl], TB = STB[Sl], TPt = TPTP[Q];
-    double Rec = !HasFlag || !Flag[Q] ? 0 : R == 1 ? TF : TF + TPFP[Q];
-    double C = TF + TB + Rec;
-    X.T += C += TPt;
-    X.B += TB;
-    X.TP += TPt;
-    if (HasFlag)
-      X.Rec += Rec;
+  const uint32_t *ClassOf = S.Cls.ClassOf.data();
+  const ClassSum *Cls = Sm.Class.data();
+  auto Add = [&](uint32_t Seg, StageSums &X) {
+    const ClassSum &C = Cls[ClassOf[Seg]];
+    X.T += C.T[R];
+    X.B += C.Bwd;
+    X.TP += C.TP;
+    X.Rec += C.Rec[R];
   };
-  // Sums Q in [Q0, Q1) into X, and Q in [R0, R0 + Q1 - Q0) into Y, with
-  // local accumulators (independent chains).
-  auto Walk = [&](auto HasFlag, size_t Q0, size_t Q1, StageSums &X, const size_t *R0,
-                  StageSums &Y) {
+  // Sums segments [Q0, Q1) into X, and [R0, R0 + Q1 - Q0) into Y, with
+  // local accumulators.
+  auto Walk = [&](uint32_t Q0, uint32_t Q1, StageSums &X, const uint32_t *R0, StageSums &Y) {
     StageSums A = X;
     if (R0) {
       StageSums B = Y;
-      for (size_t Q = Q0, Q2 = *R0; Q < Q1; ++Q, ++Q2) {
-        Add(HasFlag, Q, A);
-        Add(HasFlag, Q2, B);
+      for (uint32_t Q = Q0, Q2 = *R0; Q < Q1; ++Q, ++Q2) {
+        Add(Q, A);
+        Add(Q2, B);
       }
       Y = B;
     } else {
-      for (size_t Q = Q0; Q < Q1; ++Q)
-        Add(HasFlag, Q, A);
+      for (uint32_t Q = Q0; Q < Q1; ++Q)
+        Add(Q, A);
     }
     X = A;
   };
-  auto Run = [&](auto HasFlag) {
-    for (unsigned C = 0; C < V; ++C) {
-      unsigned Ca = Sa + C * P;
-      size_t A0 = S.start(Ca), A1 = Ends[Ca];
-      if (!Sb) {
-        Walk(HasFlag, A0, A1, Xa, nullptr, Xa);
-        continue;
-      }
-      unsigned Cb = *Sb + C * P;
-      size_t B0 = S.start(Cb), B1 = Ends[Cb];
-      size_t N = std::min(A1 - A0, B1 - B0);
-      Walk(HasFlag, A0, A0 + N, Xa, &B0, Xb);
-      Walk(HasFlag, A0 + N, A1, Xa, nullptr, Xa);
-      Walk(HasFlag, B0 + N, B1, Xb, nullptr, Xb);
+  for (unsigned C = 0; C < V; ++C) {
+    unsigned Ca = Sa + C * P;
+    uint32_t A0 = S.bd0(Ca), A1 = S.bd1(Ca);
+    if (!Sb) {
+      Walk(A0, A1, Xa, nullptr, Xa);
+      continue;
     }
-  };
-  if (Flag)
-    Run(std::true_type());
-  else
-    Run(std::false_type());
+    unsigned Cb = *Sb + C * P;
+    uint32_t B0 = S.bd0(Cb), B1 = S.bd1(Cb);
+    uint32_t N = std::min(A1 - A0, B1 - B0);
+    Walk(A0, A0 + N, Xa, &B0, Xb);
+    Walk(A0 + N, A1, Xa, nullptr, Xa);
+    uint32_t B2 = B0 + N;
+    Walk(B2, B1, Xb, nullptr, Xb);
+  }
 }
 
 std::vector<unsigned> Planner::slowestCandidates(const StageView &S) {
-  // A stage's time from prefix sums is within Err of the position-by-position
-  // sum (all terms non-negative), so only stages within 2 Err of the largest
-  // can be the slowest.
-  const Group &Gr = S.Gr;
-  const std::vector<double> &Prefix = Gr.Prefix[S.R];
+  // A stage's time from prefix sums is within Err of its sum segment by
+  // segment (all terms non-negative), so only stages within 2 Err of the
+  // largest can be the slowest.
+  const std::vector<double> &Prefix = S.Sums.Pre[S.R];
   unsigned P = S.P, V = S.V;
-  size_t NPos = Pos.size();
   std::vector<double> Approx(P, 0), Host(P, 0);
   for (unsigned Ch = 0; Ch < P * V; ++Ch)
-    Approx[Ch % P] += Prefix[S.Ends[Ch]] - Prefix[S.start(Ch)];
+    Approx[Ch % P] += Prefix[S.bd1(Ch)] - Prefix[S.bd0(Ch)];
   // A stage takes max(its device time, its launches' host time); the
   // latter is exact, so the bound on the error stays the device's.
   for (unsigned St = 0; St < P; ++St) {
@@ -641,29 +476,19 @@ std::vector<unsigned> Planner::slowestCandidates(const StageView &S) {
     Approx[St] = std::max(Approx[St], Host[St]);
   }
   double MaxA = *std::max_element(Approx.begin(), Approx.end());
-  double Err = 1.5 * (2.0 * V + 2) * (double(NPos) + 2) * 0x1p-53 * Prefix[NPos];
-  // A stage whose costs are those of an earlier candidate, position by
-  // position, sums to the same time and is not the first of the largest:
-  // it need not be summed. Its costs are the same when what Group::cost()
-  // reads of each position is: its slot and collectives, and under
-  // recomputation its replay flag (and, full, its replayed collectives),
-  // compared as memory (a cost made again per position and compared took
-  // 18% of a 100k-node plan). Equal costs from other inputs are summed as
-  // any other candidate; the first of equal times is still the one kept.
-  auto SameRange = [](const auto *A, size_t B1, size_t B2, size_t L) {
-    return std::memcmp(A + B1, A + B2, L * sizeof(*A)) == 0;
-  };
+  double Err = 1.5 * (2.0 * V + 2) * (double(Prefix.size()) + 1) * 0x1p-53 * Prefix.back();
+  // A stage whose segments are of the classes of an earlier candidate's, in
+  // order, sums to the same time and is not the first of the largest: it
+  // need not be summed (a class fixes all that a stage's sums read of its
+  // positions). Equal times from other classes are summed as any other
+  // candidate; the first of equal times is still the one kept.
+  const uint32_t *ClassOf = S.Cls.ClassOf.data();
   auto SameCosts = [&](unsigned S1, unsigned S2) {
     for (unsigned C = 0; C < V; ++C) {
       unsigned C1 = S1 + C * P, C2 = S2 + C * P;
-      size_t B1 = S.start(C1), B2 = S.start(C2), L = S.Ends[C1] - B1;
-      if (S.Ends[C2] - B2 != L)
-        return false;
-      if (!SameRange(Gr.SlotOf, B1, B2, L) || !SameRange(Gr.TPT.data(), B1, B2, L))
-        return false;
-      if (S.R != 0 && !SameRange(S.Flag, B1, B2, L))
-        return false;
-      if (S.R == 2 && !SameRange(Gr.TPF.data(), B1, B2, L))
+      uint32_t B1 = S.bd0(C1), B2 = S.bd0(C2), L = S.bd1(C1) - B1;
+      if (S.bd1(C2) - B2 != L ||
+          std::memcmp(ClassOf + B1, ClassOf + B2, L * sizeof(*ClassOf)) != 0)
         return false;
     }
     return true;
@@ -682,10 +507,17 @@ std::vector<unsigned> Planner::slowestCandidates(const StageView &S) {
   return Cands;
 }
 
-void Planner::slowestStageExact(const StageView &S, StageAgg &A) {
-  // The slowest stage, and its times summed position by position: only the
-  // candidates are summed, two at a time.
-  std::vector<unsigned> Cands = slowestCandidates(S);
+void Planner::slowestStage(const StageView &S, bool Bounded, StageAgg &A) {
+  // The slowest stage, and its times summed segment by segment: only the
+  // candidates are summed, two at a time (with a cost not finite and
+  // non-negative the prefix sums bound nothing: every stage is summed).
+  std::vector<unsigned> Cands;
+  if (Bounded) {
+    Cands = slowestCandidates(S);
+  } else {
+    Cands.resize(S.P);
+    std::iota(Cands.begin(), Cands.end(), 0u);
+  }
   std::vector<StageSums> X(Cands.size());
   for (size_t I = 0; I < Cands.size(); I += 2)
     sumStagesExactly(S, Cands[I], I + 1 < Cands.size() ? &Cands[I + 1] : nullptr, X[I],
@@ -710,40 +542,6 @@ void Planner::slowestStageExact(const StageView &S, StageAgg &A) {
   A.HostStall = Stream[Best] - X[Best].T;
 }
 
-void Planner::slowestStageDirect(const StageView &S, StageAgg &A) {
-  // Costs not all finite and non-negative: every stage summed in order.
-  const Group &Gr = S.Gr;
-  int R = S.R;
-  unsigned P = S.P;
-  const uint8_t *Flag = S.Flag;
-  std::vector<double> Time(P, 0), Bwd(P, 0), TPs(P, 0), Rec(P, 0);
-  for (unsigned Ch = 0; Ch < P * S.V; ++Ch) {
-    unsigned St = Ch % P;
-    for (size_t Q = S.start(Ch); Q < S.Ends[Ch]; ++Q) {
-      Time[St] += Gr.cost(R, Flag, Q);
-      Bwd[St] += Gr.tb(Q);
-      TPs[St] += Gr.TPT[Q];
-      Rec[St] += !Flag || !Flag[Q] ? 0 : R == 1 ? Gr.tf(Q) : Gr.tf(Q) + Gr.TPF[Q];
-    }
-  }
-  std::vector<double> Launches(P), Stream(P);
-  for (unsigned St = 0; St < P; ++St) {
-    Launches[St] = stageLaunches(S, St);
-    Stream[St] = stageSeconds(Time[St], Launches[St]);
-  }
-  unsigned Slowest = 0;
-  for (unsigned St = 1; St < P; ++St)
-    if (Stream[St] > Stream[Slowest])
-      Slowest = St;
-  A.Slowest = Slowest;
-  A.Time = Time[Slowest];
-  A.Bwd = Bwd[Slowest];
-  A.TP = TPs[Slowest];
-  A.Rec = Rec[Slowest];
-  A.Launches = Launches[Slowest];
-  A.HostStall = Stream[Slowest] - Time[Slowest];
-}
-
 void Planner::stageMemory(const StageView &View, StageAgg &A) {
   const Group &Gr = View.Gr;
   const TPPlan &TP = *Gr.TP;
@@ -764,8 +562,9 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
   // The cool-down after stage S's last backward: the backwards of chunks
   // S-1 .. 0 (each stage's first), on the stages before it.
   A.CoolDown.assign(P, 0);
+  const SegSums &Sm = View.Sums;
   for (unsigned S = 1; S < P; ++S)
-    A.CoolDown[S] = A.CoolDown[S - 1] + Gr.PreB[Ends[S - 1]] - Gr.PreB[StartOf(S - 1)];
+    A.CoolDown[S] = A.CoolDown[S - 1] + Sm.PreB[View.bd1(S - 1)] - Sm.PreB[View.bd0(S - 1)];
   for (unsigned S = 0; S < P; ++S) {
     // Chunk S is stage S's first: its backward runs last.
     auto Q = std::lower_bound(ParamPos.begin(), ParamPos.end(), uint32_t(StartOf(S)));
@@ -778,6 +577,7 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
   for (unsigned Ch = 0; Ch < Chunks; ++Ch) {
     unsigned S = Ch % P;
     size_t Start = StartOf(Ch), End = Ends[Ch];
+    uint32_t Bd0 = View.bd0(Ch), Bd1 = View.bd1(Ch);
     if (!TP.PreFrozenOwn.empty())
       A.Frozen[S] += TP.PreFrozenOwn[End] - TP.PreFrozenOwn[Start] +
                      (TP.PreFrozenSplit[End] - TP.PreFrozenSplit[Start]) / Gr.T;
@@ -787,9 +587,9 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
     }
     if (ActExact) {
       if (R == 0) {
-        A.Act[S] += Gr.PreA[End] - Gr.PreA[Start];
+        A.Act[S] += Sm.PreA[Bd1] - Sm.PreA[Bd0];
       } else if (R == 1) {
-        A.Act[S] += Gr.PreAS[End] - Gr.PreAS[Start];
+        A.Act[S] += Sm.PreAS[Bd1] - Sm.PreAS[Bd0];
       } else {
         auto CkAt = [&](size_t Q) {
           return Gr.PreCk[std::lower_bound(CutPos.begin(), CutPos.end(), Q) - CutPos.begin()];
@@ -797,18 +597,20 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
         A.Ckpt[S] += CkAt(End) - CkAt(Start);
         if (Start < End) {
           // Segments between checkpoints: a partial one at each end of the
-          // chunk, whole ones between.
-          const std::vector<double> &PA = Gr.PreA;
+          // chunk, whole ones between (the cuts fall on the segmentation's
+          // boundaries: CutBd).
+          const std::vector<double> &PA = Sm.PreA;
+          const std::vector<uint32_t> &CB = CutBd[View.CE.Fine];
           size_t I0 = std::lower_bound(CutPos.begin(), CutPos.end(), Start) - CutPos.begin();
           size_t I1 = std::lower_bound(CutPos.begin() + I0, CutPos.end(), End) - CutPos.begin();
           double M = A.SegMax[S];
           if (I0 == I1) {
-            M = std::max(M, PA[End] - PA[Start]);
+            M = std::max(M, PA[Bd1] - PA[Bd0]);
           } else {
-            M = std::max(M, PA[CutPos[I0]] - PA[Start]);
+            M = std::max(M, PA[CB[I0]] - PA[Bd0]);
             for (size_t Kk = I0; Kk + 1 < I1; ++Kk)
               M = std::max(M, Gr.SegSum[Kk]);
-            M = std::max(M, PA[End] - PA[CutPos[I1 - 1]]);
+            M = std::max(M, PA[Bd1] - PA[CB[I1 - 1]]);
           }
           A.SegMax[S] = M;
         }
@@ -817,6 +619,7 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
     if (ParamsExact && ActExact)
       continue;
     double Segment = 0;
+    size_t NextCut = std::lower_bound(CutPos.begin(), CutPos.end(), Start) - CutPos.begin();
     for (size_t Q = Start; Q < End; ++Q) {
       // With sequence parallelism the replicated regions are split too.
       double ActScale = (TP.SplitU8[Q] || Gr.SP) ? 1.0 / Gr.T : 1.0;
@@ -827,16 +630,16 @@ void Planner::stageMemory(const StageView &View, StageAgg &A) {
       if (ActExact)
         continue;
       if (R == 0)
-        A.Act[S] += SavedAff[Q].at(Mb) * ActScale;
+        A.Act[S] += savedAff(Q).at(Mb) * ActScale;
       else if (R == 1)
-        A.Act[S] += SelAff[Q].at(Mb) * ActScale;
+        A.Act[S] += selAff(Q).at(Mb) * ActScale;
       else {
         if (Cut[Q]) {
           A.SegMax[S] = std::max(A.SegMax[S], Segment);
           Segment = 0;
-          A.Ckpt[S] += CkAff[Q].at(Mb) * ActScale;
+          A.Ckpt[S] += CutCk[NextCut++].at(Mb) * ActScale;
         }
-        Segment += SavedAff[Q].at(Mb) * ActScale;
+        Segment += savedAff(Q).at(Mb) * ActScale;
       }
     }
     if (!ActExact)
@@ -859,8 +662,8 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   evalMemory(PC, A, *Gr.TP, E);
   evalUpdate(PC, A, L, Pipeline, E);
   int R = PC.Recomp == Config::Recompute::Full ? 2 : PC.Recomp == Config::Recompute::Selective ? 1 : 0;
-  E.ModelFlops = Gr.ModelFlops * PC.M * PC.D;
-  E.MatrixFlops = Gr.MatrixFlops[R] * PC.M * PC.D;
+  E.ModelFlops = Gr.Seg[0].ModelFlops * PC.M * PC.D;
+  E.MatrixFlops = Gr.Seg[0].MatrixFlops[R] * PC.M * PC.D;
   double Peak = Dev.peak(Cfg.ComputeDType.value_or(DType::Float)).value_or(0);
   E.MFU = E.StepSeconds > 0 ? E.ModelFlops / E.StepSeconds / N / Peak : 0;
   E.TFlopsPerDevice = E.StepSeconds > 0 ? E.ModelFlops / E.StepSeconds / N : 0;
@@ -1134,10 +937,18 @@ std::vector<PlanEval> Planner::evaluateAll(const std::vector<Job> &Jobs) {
       for (size_t K = Starts[G]; K < Starts[G + 1]; ++K)
         Out[Order[K]] = evaluate(W, Jobs[Order[K]].C, Jobs[Order[K]].N);
   };
+  // The tensor-parallel plans and their segments' classes first, on this
+  // thread (the fine segmentation only if some partition has more chunks
+  // than there are coarse segments).
+  for (const Job &J : Jobs) {
+    (void)tpPlan(J.C.T, J.C.SP);
+    NeedFine |= Opts.FineSegments || size_t(J.C.P) * J.C.V > Boundaries.size();
+  }
+  for (auto &[Key, TP] : TPPlans)
+    for (int Fine = 0; Fine <= int(NeedFine); ++Fine)
+      segmentClasses(TP, Fine);
   std::thread Second;
   if (Starts.size() > 2 && Order.size() >= 64) {
-    for (const Job &J : Jobs)
-      (void)tpPlan(J.C.T, J.C.SP);
     sizeWorkspace(Work[1]);
     try {
       Second = std::thread(Run, std::ref(Work[1]));

@@ -52,6 +52,10 @@ struct PlanOptions {
   /// DDP, Megatron-LM's --overlap-grad-reduce); false: it starts after the
   /// whole backward (Megatron-LM's default).
   bool OverlapGradReduce = true;
+  /// Every partition over one position a segment (the sums position by
+  /// position), not between the graph's cuts: a check of the segment
+  /// classes (hidden --plan-fine-segments; the same plan to rounding).
+  bool FineSegments = false;
   unsigned Top = 5;             ///< configurations printed
   bool Scaling = false;         ///< also a scaling curve over 1..N devices
   std::string ScalingSvg;       ///< and write it as SVG

@@ -117,6 +117,38 @@ struct CollectiveCost {
   BatchPoly Bytes;
 };
 
+constexpr uint64_t FnvBasis = 1469598103934665603ULL;
+/// FNV-1a over 64-bit words from H, each step folding the high bits down.
+inline uint64_t hashWords(uint64_t H, llvm::ArrayRef<uint64_t> Words) {
+  for (uint64_t B : Words) {
+    H = (H ^ B) * 1099511628211ULL;
+    H ^= H >> 29;
+  }
+  return H;
+}
+
+/// A segmentation of the positions into segments, and each segment's class
+/// under one tensor-parallel plan. Segments are what a stage boundary never
+/// splits: the coarse segmentation runs between the graph's cuts
+/// (Planner::Boundaries), the fine one gives each position its own (for
+/// partitions into more chunks than there are coarse segments). Two
+/// segments share a class when they match position by position in all
+/// that a group's sums read of them (slot, collectives, recomputation flags
+/// and activation terms: Planner::PosKey): a group sums each class once,
+/// over its first segment (its representative), and every stage sum adds
+/// its segments' class sums in order (a transformer's layers are a few
+/// classes, so a group costs O(segments), not O(positions)).
+struct SegmentClasses {
+  bool Made = false;
+  std::vector<uint32_t> ClassOf;          ///< per segment
+  std::vector<uint32_t> RepBegin, RepEnd; ///< per class: its representative's positions
+  /// The representatives' collectives, by position (at one position in the
+  /// plan's order): position, cost (Planner::CollCosts) and forward flag;
+  /// class c's are ClassColl[c] .. ClassColl[c + 1] - 1.
+  std::vector<uint32_t> CollAt, CollCost, ClassColl;
+  std::vector<uint8_t> CollFwd;
+};
+
 /// What one tensor-parallel degree (and sequence-parallel choice) implies:
 /// its sharding and what the search derives from it. Nothing in it depends
 /// on the degree, so a degree whose propagation would repeat a larger one's
@@ -147,26 +179,33 @@ struct TPPlan {
   /// The largest parameter tensor left whole and the largest split t ways,
   /// in elements (ZeRO-3's gathered working set).
   double MaxOwnElems = 0, MaxSplitElems = 0;
+  /// Its segments' classes: [0] coarse, [1] fine (made only when some
+  /// partition needs it).
+  SegmentClasses Seg[2];
 };
 
 // The search evaluates thousands of configurations on graphs of up to
-// millions of positions; it produces exactly what summing every quantity
-// position by position, configuration by configuration, would:
-//  - a Group holds what depends on (micro-batch, t, sp) only: each
-//    position's times (positions with equal costs share one roofline
-//    placement, a slot), the FLOP sums, and for each recomputation mode the
-//    running sum of the positions' costs (the balance's prefix), all summed
-//    in position order as before;
+// millions of positions; every time it reports is defined by one order of
+// summation, whatever the configuration:
+//  - a stage's time is its segments' times added in order, each segment's
+//    its positions' costs added in order from zero (SegmentClasses: the
+//    segments run between the graph's cuts, or hold one position each when
+//    a partition has more chunks than there are such segments, and then
+//    the sum is the position-by-position one);
+//  - a Group holds what depends on (micro-batch, t, sp) only: each slot's
+//    times (positions with equal costs share one roofline placement), each
+//    segment class's sums (once a class: a transformer's layers are a few
+//    classes) and their running sums over the segments (the balance's
+//    prefix, the launches, the activations) and totals;
 //  - a StageAgg holds what a partition (recomputation, p, v) adds: the
 //    chunk ends, the slowest stage's times and each stage's memory terms;
 //    the ZeRO stages (and d) only enter evaluate()'s O(p) tail;
-//  - a stage's time must be its position-by-position sum, bit for bit:
-//    prefix differences bound each stage's time, and only the stages that
-//    can be the slowest are summed (once per distinct sequence of costs);
+//  - prefix differences bound each stage's time, and only the stages that
+//    can be the slowest are summed (once per distinct sequence of classes);
 //  - parameter and activation sums are whole numbers of bytes (or halves,
 //    quarters ... under a power-of-two t): while no partial sum rounds, a
-//    prefix difference is the exact sum; otherwise they are summed position
-//    by position as before.
+//    prefix difference is the exact sum, in any order; otherwise they are
+//    summed position by position.
 
 /// What the search needs of one partition (micro-batch, t, sp,
 /// recomputation, p, v): the slowest stage's times and each stage's memory
@@ -197,8 +236,44 @@ struct StageAgg {
   std::vector<std::tuple<unsigned, bool, double>> Tied;
 };
 
-/// Everything that depends on (micro-batch, t, sp) only, per position; [R]
-/// by recomputation (none, selective, full).
+/// One segment class's sums in a group: each of its representative's
+/// positions' terms (sumClasses) summed in order from zero.
+struct ClassSum {
+  double T[3];      ///< cost under recomputation R: forward, backward, replay, TP
+  double B;         ///< backward kernels and backward TP collectives
+  double Bwd, TP;   ///< backward kernels; TP collectives
+  double Rec[3];    ///< the replay under R (0 under none)
+  double Flops, Matrix[3]; ///< model FLOPs; matrix FLOPs under R
+  double L[3];      ///< kernels launched under R (asynchronous devices)
+  double A, AS;     ///< saved activations (held with selective recomputation),
+                    ///< times their scale
+};
+
+/// A group's sums over one segmentation: per boundary k (0 .. segments), the
+/// class sums of segments 0 .. k-1 added in order; and their totals.
+struct SegSums {
+  bool Made = false;
+  std::vector<ClassSum> Class; ///< by class (SegmentClasses)
+  std::vector<double> Pre[3];  ///< costs (the balance's prefix)
+  std::vector<double> PreB;    ///< backward (ClassSum::B)
+  std::vector<double> LPre[3]; ///< kernels launched (asynchronous devices only)
+  std::vector<double> PreA, PreAS;
+  double TotBwd = 0, TotTP = 0, TotRec[3] = {0, 0, 0};
+  double ModelFlops = 0, MatrixFlops[3] = {0, 0, 0};
+  bool Bounded[3] = {false, false, false}; ///< every cost finite and non-negative
+  double MaxSeg[3] = {-1, -1, -1};         ///< largest segment of Pre[R] (-1: not yet)
+};
+
+/// A partition's chunk ends: positions, and the boundaries (indices into a
+/// SegSums) of the segmentation they fall on.
+struct ChunkEnds {
+  std::vector<size_t> Ends;
+  std::vector<uint32_t> Bd;
+  int Fine = 0;
+};
+
+/// Everything that depends on (micro-batch, t, sp) only; [R] by
+/// recomputation (none, selective, full).
 struct Group {
   bool Valid = false;
   int64_t B = 0;
@@ -207,55 +282,24 @@ struct Group {
   const TPPlan *TP = nullptr;
   /// Per position: its slot (TPPlan::SlotOf), whose forward and backward
   /// times are SlotTF and SlotTB (positions of one class and split have
-  /// equal times; a table per position cost 16 bytes a position to write
-  /// and read again for every group of a million-position graph).
+  /// equal times).
   const uint32_t *SlotOf = nullptr;
   std::vector<double> SlotTF, SlotTB;
   /// The kernels a slot's forward and backward launch.
   std::vector<double> SlotLF, SlotLB;
-  /// Per position: TP collectives, and of which forward (replayed by full
-  /// recomputation). Zero but at TP's collectives (each group clears the
-  /// last one's: a full clear wrote 16 bytes a position).
-  std::vector<double> TPT, TPF;
-  /// On an asynchronous device only (else empty): per position, how many
-  /// collectives (each one kernel), and of which forward; and LPre[R][k],
-  /// the kernels positions 0 .. k-1 launch under recomputation R (forward,
-  /// backward, collectives and the replay: whole numbers, exact sums).
-  std::vector<uint32_t> TPN, TPNF;
-  std::vector<double> LPre[3];
-  /// Prefix[k]: the costs of positions 0 .. k-1 summed in order (cost():
-  /// forward + backward + recompute + TP).
-  std::vector<double> Prefix[3];
-  /// PreB[k]: the backward of positions 0 .. k-1 (kernels and backward
-  /// tensor-parallel collectives).
-  std::vector<double> PreB;
-  std::vector<double> Collapsed[3]; ///< Prefix at the stage boundaries (for balance)
-  bool Bounded[3] = {false, false, false}; ///< every cost finite and non-negative
-  /// Position Q's forward and backward time.
-  double tf(size_t Q) const { return SlotTF[SlotOf[Q]]; }
-  double tb(size_t Q) const { return SlotTB[SlotOf[Q]]; }
-  /// Position Q's cost under recomputation R (Flag: the positions it
-  /// replays), computed as group() sums it into Prefix[R], bit for bit.
-  /// What it reads of a position (its slot, TPT, Flag, TPF) is what
-  /// slowestCandidates compares to find stages of equal costs: a new input
-  /// here must be compared there too.
-  double cost(int R, const uint8_t *Flag, size_t Q) const {
-    double TF = tf(Q), Rec = R == 0 || !Flag[Q] ? 0 : R == 1 ? TF : TF + TPF[Q];
-    double X = TF + tb(Q) + Rec;
-    return X += TPT[Q];
-  }
-  double MaxSeg[3][2];                     ///< largest segment of Prefix, Collapsed (-1: not yet)
-  std::map<unsigned, std::vector<size_t>> Ends[3]; ///< by chunk count
-  double TotBwd = 0, TotTP = 0, TotRec[3] = {0, 0, 0}; ///< over all positions, in order
-  double ModelFlops = 0, MatrixFlops[3] = {0, 0, 0};
+  /// Per slot: FLOP terms, for the slots the plan uses.
+  std::vector<double> SlotMF, SlotMM0, SlotMM1;
+  std::vector<double> CollSeconds; ///< by CollCosts index, for those the plan uses
+  /// Every used slot's times and collective's seconds finite and non-negative.
+  bool TermsFinite = false;
+  SegSums Seg[2]; ///< coarse, fine (made when a partition needs it)
+  std::map<unsigned, ChunkEnds> Ends[3]; ///< by chunk count
   size_t TPCount = 0;
-  // Activation terms (Saved, SavedSelective, Checkpoint at cuts, each times
-  // its activation scale) as prefix sums, and whether those are exact (so a
-  // stage's sum in any order is the difference of two prefixes).
-  std::vector<double> PreA, PreAS;
   /// The checkpoint terms' prefix sums over the cuts alone (they are zero
   /// elsewhere): PreCk[k] sums those of CutPos[0 .. k-1].
   std::vector<double> PreCk;
+  /// Whether the activation sums are exact (so a stage's sum in any order
+  /// is the difference of two prefixes).
   bool AExact = false, ASExact = false, CkExact = false;
   std::vector<double> SegSum; ///< PreA between consecutive cuts
   std::map<std::array<unsigned, 3>, StageAgg> Aggs; ///< by (recompute, p, v)
@@ -411,8 +455,27 @@ private:
   };
   std::vector<RecurrentDims> Recurrents;
   std::vector<uint8_t> RecFull, RecSel, Cut;
-  std::vector<BatchPoly> SavedAff, SelAff, CkAff;
+  /// Per position: the key of what its sums read beside its slot and
+  /// collectives (recomputation flags, saved activations held without and
+  /// with selective recomputation); KeyTerms by key.
+  struct PosTerms {
+    BatchPoly Saved, Sel;
+    uint8_t RecSel = 0, RecFull = 0;
+    bool operator==(const PosTerms &O) const {
+      return Saved.C == O.Saved.C && Sel.C == O.Sel.C && RecSel == O.RecSel &&
+             RecFull == O.RecFull;
+    }
+  };
+  std::vector<uint32_t> PosKey;
+  std::vector<PosTerms> KeyTerms;
+  const BatchPoly &savedAff(size_t P) const { return KeyTerms[PosKey[P]].Saved; }
+  const BatchPoly &selAff(size_t P) const { return KeyTerms[PosKey[P]].Sel; }
+  /// Whether some partition of the search has more chunks than the coarse
+  /// segmentation has segments (so needs the fine one).
+  bool NeedFine = false;
   std::vector<size_t> CutPos;           ///< positions with Cut, ascending
+  /// CutPos[k]'s boundary index in each segmentation (coarse, fine).
+  std::vector<uint32_t> CutBd[2];
   std::vector<BatchPoly> CutCk;         ///< CkAff at each of CutPos
   IntegralTerms SavedInt, SelInt, CkInt;
   // Trainable parameters in order of position: owner, value, elements.
@@ -443,10 +506,6 @@ private:
   /// What evaluating a configuration writes: one per search thread.
   struct Workspace {
     Group G; ///< the current group
-    // Per slot (4 class + split kind): FLOP terms of the current group, for the
-    // slots its plan uses (their times are in the group).
-    std::vector<double> SlotMF, SlotMM0, SlotMM1;
-    std::vector<double> CollSeconds; ///< of the current group, by CollCosts index
     GemmMemo Memo; ///< products timed by the kernel model (one per thread)
   };
   Workspace Work[2];
@@ -454,21 +513,22 @@ private:
   std::map<std::pair<unsigned, bool>, std::future<ShardingResult>> Ahead;
   std::thread Worker;
 
-  /// Sizes W's tables for this graph (a no-op once done). group() calls
-  /// it; evaluateAll calls it first for the second search thread's
-  /// workspace, on the main thread: its heap holds the freed micro-batch 2,
-  /// the search thread's own heap would fault in fresh pages (70 MB for a
-  /// million positions).
+  /// Sizes W's per-slot tables for this graph (a no-op once done).
   void sizeWorkspace(Workspace &W);
   void propagateAhead();
   const TPPlan &tpPlan(unsigned T, bool SP);
+  /// TP's segments' classes in segmentation Fine (Segments.cpp).
+  void segmentClasses(TPPlan &TP, int Fine);
   /// The group of (micro-batch B, t, sp), made in W unless W holds it:
-  /// its collectives' and slots' times, the per-position sums and their
-  /// prefixes, the activation prefixes and whether they are exact.
+  /// its collectives' and slots' times, the coarse segments' sums and
+  /// their prefixes, and whether the activation sums are exact.
   Group &group(Workspace &W, int64_t B, unsigned T, bool SP);
-  void sumCollectives(Workspace &W, const TPPlan *Last);
+  void sumCollectives(Group &G);
   void placeSlots(Workspace &W);
-  void sumPositions(Workspace &W);
+  /// G's sums over segmentation Fine (made once a group): each class's,
+  /// then their running sums segment by segment.
+  const SegSums &segSums(Group &G, int Fine);
+  void sumClasses(Group &G, int Fine);
   /// A matrix product's forward and backward time by the kernel model, at
   /// micro-batch Mb and degree T (Kind: its slot's split kind).
   void productTimes(Workspace &W, const Position &X, double Mb, unsigned Kind, unsigned T,
@@ -495,8 +555,6 @@ private:
   void nestedSlot(Workspace &W, const Position &X, const std::vector<NestedProduct> &Prods,
                   double Mb, double Scale, unsigned T, double &Fwd, double &Bwd,
                   double &FwdLaunches, double &BwdLaunches);
-  void sumActivations(Group &G);
-  template <bool Launches> void sumPositionsWith(Workspace &W);
   void checkExactSums(Group &G);
   /// What the partition (recomputation, P stages, V chunks each) of Gr's
   /// positions adds: the chunk ends, shared weights' copies, the largest
@@ -507,11 +565,17 @@ private:
     const Group &Gr;
     int R;
     unsigned P, V;
-    const std::vector<size_t> &Ends;
+    const ChunkEnds &CE;
+    const SegSums &Sums;          ///< of the segmentation the ends fall on
+    const SegmentClasses &Cls;
     const uint8_t *Flag; ///< positions recomputed (null: none)
+    const std::vector<size_t> &Ends = CE.Ends;
     size_t start(unsigned Ch) const { return Ch == 0 ? size_t(0) : Ends[Ch - 1]; }
+    /// Chunk Ch's first and end boundary (segments bd0 .. bd1 - 1).
+    uint32_t bd0(unsigned Ch) const { return Ch == 0 ? 0 : CE.Bd[Ch - 1]; }
+    uint32_t bd1(unsigned Ch) const { return CE.Bd[Ch]; }
   };
-  const std::vector<size_t> &stageEnds(Group &Gr, int R, unsigned Chunks);
+  const ChunkEnds &stageEnds(Group &Gr, int R, unsigned Chunks);
   void tiedCopies(const StageView &S, StageAgg &A);
   std::vector<unsigned> slowestCandidates(const StageView &S);
   /// A stage's time and the parts of it evaluate() reports.
@@ -527,8 +591,9 @@ private:
   double stageSeconds(double Device, double Launches) const {
     return Dev.streamSeconds(Device, Launches);
   }
-  void slowestStageExact(const StageView &S, StageAgg &A);
-  void slowestStageDirect(const StageView &S, StageAgg &A);
+  /// The slowest stage and its times: among the candidates the prefix
+  /// sums leave (Bounded), else among every stage.
+  void slowestStage(const StageView &S, bool Bounded, StageAgg &A);
   void stageMemory(const StageView &S, StageAgg &A);
   /// One configuration on N devices: the pipeline's time, the fullest
   /// stage's memory, then the gradient reduction, optimizer and input feed.

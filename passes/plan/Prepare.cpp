@@ -34,16 +34,6 @@ std::optional<BatchPoly> batchPoly(const sym::Count &C, llvm::StringRef Batch) {
   return P;
 }
 
-constexpr uint64_t FnvBasis = 1469598103934665603ULL;
-/// FNV-1a over 64-bit words from H, each step folding the high bits down.
-uint64_t hashWords(uint64_t H, llvm::ArrayRef<uint64_t> Words) {
-  for (uint64_t B : Words) {
-    H = (H ^ B) * 1099511628211ULL;
-    H ^= H >> 29;
-  }
-  return H;
-}
-
 /// Whether a phase of these counts runs a kernel (a view, metadata op or
 /// control-flow node runs none).
 bool runsKernel(const PhaseCount &C) {
@@ -439,9 +429,7 @@ void Planner::sumPositions() {
   size_t N = G.Nodes.size();
   RecomputePlan Full = planRecompute(*M1, C1, Config::Recompute::Full, FloatBytes);
   RecomputePlan Sel = planRecompute(*M1, C1, Config::Recompute::Selective, FloatBytes);
-  SavedAff.assign(N, {});
-  SelAff.assign(N, {});
-  CkAff.assign(N, {});
+  std::vector<BatchPoly> SavedAff(N), SelAff(N), CkAff(N);
   Cut.assign(N, 0);
   RecFull.assign(N, 0);
   RecSel.assign(N, 0);
@@ -482,10 +470,36 @@ void Planner::sumPositions() {
   }
   for (size_t K = 0; K < Full.Cuts.size(); ++K)
     CkAff[Full.Cuts[K]] += bytesOf(Full.CutValues[K]);
+  // Each position's terms once per distinct value (PosKey), and the cuts'
+  // checkpoints apart (zero elsewhere).
+  struct TermsHash {
+    size_t operator()(const PosTerms &T) const {
+      std::array<uint64_t, 2 * (BatchPoly::MaxDegree + 1)> W;
+      std::memcpy(W.data(), T.Saved.C.data(), sizeof(T.Saved.C));
+      std::memcpy(W.data() + T.Saved.C.size(), T.Sel.C.data(), sizeof(T.Sel.C));
+      return size_t(hashWords(FnvBasis ^ T.RecSel ^ (uint64_t(T.RecFull) << 8), W));
+    }
+  };
+  std::unordered_map<PosTerms, uint32_t, TermsHash> Keys;
+  PosKey.resize(N);
+  for (size_t P = 0; P < N; ++P) {
+    PosTerms T{SavedAff[P], SelAff[P], RecSel[P], RecFull[P]};
+    auto [It, New] = Keys.try_emplace(T, uint32_t(KeyTerms.size()));
+    if (New)
+      KeyTerms.push_back(T);
+    PosKey[P] = It->second;
+    SavedInt.add(SavedAff[P]);
+    SelInt.add(SelAff[P]);
+  }
   for (size_t P = 0; P < N; ++P) {
     Position &X = Pos[P];
     X.N = G.Nodes[P];
     Cut[P] = CkAff[P].at(1) > 0;
+    if (Cut[P]) {
+      CutPos.push_back(P);
+      CutCk.push_back(CkAff[P]);
+      CkInt.add(CkAff[P]);
+    }
     X.Type = Cfg.ComputeDType.value_or(DType::Float);
     for (const Value *V : X.N->Outputs)
       if (!Cfg.ComputeDType && V && isFloatingPoint(V->Elem)) {
@@ -585,6 +599,14 @@ void Planner::findBoundaries() {
   Boundaries.push_back(N);
   for (size_t P = 1; P <= N; ++P)
     AllBoundaries.push_back(P);
+  // A cut at position P > 0 ends a coarse segment (boundary index: its
+  // place in Boundaries, plus one); in the fine segmentation boundary P is P.
+  for (size_t Q : CutPos) {
+    CutBd[0].push_back(
+        Q == 0 ? 0 : uint32_t(std::lower_bound(Boundaries.begin(), Boundaries.end(), Q) -
+                              Boundaries.begin() + 1));
+    CutBd[1].push_back(uint32_t(Q));
+  }
 }
 
 void Planner::classifyPositions() {
@@ -666,15 +688,6 @@ void Planner::classifyPositions() {
     if (New)
       ClassRep.push_back(&X);
     ClassOf[P] = It->second;
-  }
-  for (size_t P = 0; P < N; ++P) {
-    SavedInt.add(SavedAff[P]);
-    SelInt.add(SelAff[P]);
-    if (Cut[P]) {
-      CutPos.push_back(P);
-      CutCk.push_back(CkAff[P]);
-      CkInt.add(CkAff[P]);
-    }
   }
 }
 
