@@ -421,8 +421,10 @@ private:
   // Compact per-position data for the search.
   std::vector<uint32_t> ClassOf;        ///< positions with equal costs share a class
   std::vector<const Position *> ClassRep;
-  /// The products' GEMM dims (Position::GemmIdx).
+  /// The products' GEMM dims (Position::GemmIdx), each distinct one once
+  /// (GemmIds: by its bits).
   std::vector<GemmDims> Gemms;
+  std::map<std::array<uint64_t, 4 * (BatchPoly::MaxDegree + 1)>, uint32_t> GemmIds;
   /// Positions whose node holds control-flow bodies: the kernels its
   /// forward and backward launch (each body node's times its multiplier,
   /// and the node's own), where the position's summed cost is one kernel.
@@ -446,14 +448,16 @@ private:
     BatchPoly Batch;
     ConvGeometry Geo;
   };
-  std::vector<ConvDims> Convs;
+  std::vector<ConvDims> Convs; ///< each distinct one once (ConvIds: by its bits)
+  std::map<std::array<uint64_t, 12>, uint32_t> ConvIds;
   /// A recurrent layer's geometry with its batch as a formula in the
   /// micro-batch (Position::Recurrent).
   struct RecurrentDims {
     BatchPoly Batch;
     RecurrentGeometry Geo;
   };
-  std::vector<RecurrentDims> Recurrents;
+  std::vector<RecurrentDims> Recurrents; ///< each distinct one once (RecurrentIds)
+  std::map<std::array<uint64_t, 9>, uint32_t> RecurrentIds;
   std::vector<uint8_t> RecFull, RecSel, Cut;
   /// Per position: the key of what its sums read beside its slot and
   /// collectives (recomputation flags, saved activations held without and

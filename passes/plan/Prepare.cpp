@@ -84,15 +84,28 @@ void Planner::takeKernelGeometry(const NodeCost &NC, Position &X) {
   if (auto Geo = convGeometry(N, /*BatchKnown=*/false)) {
     if (auto Batch = batchDim(N.input(0)->Shp->Dims[0], BatchSymbol)) {
       X.Conv = true;
-      X.ShapeIdx = uint32_t(Convs.size());
-      Convs.push_back({*Batch, *Geo});
+      std::array<uint64_t, 12> W;
+      const double Vs[] = {Geo->Cin,  Geo->Cout, Geo->Groups,  Geo->InPix,
+                           Geo->OutPix, Geo->Taps, Geo->Strides, double(Geo->Winograd)};
+      std::memcpy(W.data(), Batch->C.data(), sizeof(Batch->C));
+      std::memcpy(W.data() + 4, Vs, sizeof(Vs));
+      auto [It, New] = ConvIds.try_emplace(W, uint32_t(Convs.size()));
+      if (New)
+        Convs.push_back({*Batch, *Geo});
+      X.ShapeIdx = It->second;
     }
   } else if (auto Geo = recurrentGeometry(N, /*BatchKnown=*/false)) {
     unsigned BatchAxis = N.attrInt("layout", 0) == 1 ? 0 : 1;
     if (auto Batch = batchDim(N.input(0)->Shp->Dims[BatchAxis], BatchSymbol)) {
       X.Recurrent = true;
-      X.ShapeIdx = uint32_t(Recurrents.size());
-      Recurrents.push_back({*Batch, *Geo});
+      std::array<uint64_t, 9> W;
+      const double Vs[] = {Geo->Steps, Geo->Input, Geo->Dirs, Geo->Hidden, Geo->Gates};
+      std::memcpy(W.data(), Batch->C.data(), sizeof(Batch->C));
+      std::memcpy(W.data() + 4, Vs, sizeof(Vs));
+      auto [It, New] = RecurrentIds.try_emplace(W, uint32_t(Recurrents.size()));
+      if (New)
+        Recurrents.push_back({*Batch, *Geo});
+      X.ShapeIdx = It->second;
     }
   }
   if (X.Conv || X.Recurrent) {
@@ -218,8 +231,13 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
         Position &X = Pos[*P];
         X.Product = Ok;
         if (Ok) {
-          X.GemmIdx = uint32_t(Gemms.size());
-          Gemms.push_back(Gemm);
+          std::array<uint64_t, 4 * (BatchPoly::MaxDegree + 1)> W;
+          for (unsigned K = 0; K < 4; ++K)
+            std::memcpy(W.data() + K * Gemm[K].C.size(), Gemm[K].C.data(), sizeof(Gemm[K].C));
+          auto [It, New] = GemmIds.try_emplace(W, uint32_t(Gemms.size()));
+          if (New)
+            Gemms.push_back(Gemm);
+          X.GemmIdx = It->second;
         }
         X.GradA = NC.inputNeedsGrad(0);
         X.GradB = NC.inputNeedsGrad(1);
@@ -612,27 +630,33 @@ void Planner::findBoundaries() {
 void Planner::classifyPositions() {
   // Positions with equal costs, type and backward flag take equal times at
   // every micro-batch and split: one class each.
-  // (Equal phases share one index in Phases: equal indices are equal bits.)
+  // (Equal phases share one index in Phases, equal GEMM dims one in Gemms,
+  // equal geometries one in Convs or Recurrents: equal indices are equal
+  // bits.)
   struct Key {
     uint32_t Fwd, Bwd;
-    std::array<double, 4 * (BatchPoly::MaxDegree + 1) + 2> Gemm; ///< a product's dims and gradients (else 0)
-    std::array<double, 2> Kernels; ///< NestedKernels (else 0)
+    uint32_t Shape;   ///< Gemms, Convs or Recurrents index (by Kind)
+    uint32_t Nested;  ///< a position with products in its bodies: its own (P + 1)
+    uint8_t Kind;     ///< 0 none, 1 product, 2 convolution, 3 recurrent layer
+    uint8_t Grads;    ///< GradA, GradB, GradC
     uint8_t Type;
     bool NeedsBackward;
+    std::array<double, 2> Kernels; ///< NestedKernels (else 0)
     bool operator==(const Key &O) const {
-      return Fwd == O.Fwd && Bwd == O.Bwd && Gemm == O.Gemm && Kernels == O.Kernels &&
-             Type == O.Type && NeedsBackward == O.NeedsBackward;
+      return Fwd == O.Fwd && Bwd == O.Bwd && Shape == O.Shape && Nested == O.Nested &&
+             Kind == O.Kind && Grads == O.Grads && Type == O.Type &&
+             NeedsBackward == O.NeedsBackward && Kernels == O.Kernels;
     }
   };
   struct Hash {
     size_t operator()(const Key &K) const {
-      uint64_t H = FnvBasis ^ K.Type ^ (uint64_t(K.NeedsBackward) << 8);
-      H = hashWords(H, {uint64_t(K.Fwd), uint64_t(K.Bwd)});
-      std::array<uint64_t, std::tuple_size_v<decltype(K.Gemm)>> Gemm;
-      std::memcpy(Gemm.data(), K.Gemm.data(), sizeof(Gemm));
+      uint64_t Small = uint64_t(K.Kind) | uint64_t(K.Grads) << 8 | uint64_t(K.Type) << 16 |
+                       uint64_t(K.NeedsBackward) << 24;
       std::array<uint64_t, 2> Kn;
       std::memcpy(Kn.data(), K.Kernels.data(), sizeof(Kn));
-      return size_t(hashWords(hashWords(H, Gemm), Kn));
+      return size_t(hashWords(FnvBasis, {uint64_t(K.Fwd) << 32 | K.Bwd,
+                                         uint64_t(K.Shape) << 32 | K.Nested, Small, Kn[0],
+                                         Kn[1]}));
     }
   };
   size_t N = Pos.size();
@@ -640,50 +664,17 @@ void Planner::classifyPositions() {
   ClassOf.resize(N);
   for (size_t P = 0; P < N; ++P) {
     const Position &X = Pos[P];
-    Key Ky;
-    Ky.Fwd = X.Fwd;
-    Ky.Bwd = X.Bwd;
-    Ky.Gemm = {};
-    if (X.Product) {
-      size_t J = 0;
-      for (const BatchPoly &D : Gemms[X.GemmIdx])
-        for (double C : D.C)
-          Ky.Gemm[J++] = C;
-      Ky.Gemm[J++] = double(X.GradA);
-      Ky.Gemm[J] = double(X.GradB);
+    Key Ky{X.Fwd, X.Bwd, 0, 0, 0, 0, uint8_t(X.Type), X.NeedsBackward, {0, 0}};
+    if (X.Product || X.Conv || X.Recurrent) {
+      Ky.Kind = X.Product ? 1 : X.Conv ? 2 : 3;
+      Ky.Shape = X.Product ? X.GemmIdx : X.ShapeIdx;
+      Ky.Grads = uint8_t(X.GradA) | uint8_t(X.GradB) << 1 |
+                 uint8_t((X.Conv || X.Recurrent) && X.GradC) << 2;
     }
-    auto Nested = NestedKernels.find(uint32_t(P));
-    Ky.Kernels = Nested == NestedKernels.end() ? std::array<double, 2>{} : Nested->second;
-    if (X.Conv || X.Recurrent) {
-      // The geometry with the batch's coefficients and the gradients,
-      // marked apart from a product's dims by a last entry of -1 (a
-      // convolution) or -2 (a recurrent layer).
-      size_t J = 0;
-      auto Put = [&](const BatchPoly &Batch, std::initializer_list<double> Vs) {
-        for (double C : Batch.C)
-          Ky.Gemm[J++] = C;
-        for (double V : Vs)
-          Ky.Gemm[J++] = V;
-        for (bool Grad : {X.GradA, X.GradB, X.GradC})
-          Ky.Gemm[J++] = double(Grad);
-      };
-      if (X.Conv) {
-        const ConvDims &Cd = Convs[X.ShapeIdx];
-        const ConvGeometry &Geo = Cd.Geo;
-        Put(Cd.Batch, {Geo.Cin, Geo.Cout, Geo.Groups, Geo.InPix, Geo.OutPix, Geo.Taps,
-                       Geo.Strides, double(Geo.Winograd)});
-      } else {
-        const RecurrentDims &Rd = Recurrents[X.ShapeIdx];
-        const RecurrentGeometry &Geo = Rd.Geo;
-        Put(Rd.Batch, {Geo.Steps, Geo.Input, Geo.Dirs, Geo.Hidden, Geo.Gates});
-      }
-      Ky.Gemm.back() = X.Conv ? -1 : -2;
-    }
-    // A position with products in its bodies (rare) is a class of its own.
+    if (auto Nested = NestedKernels.find(uint32_t(P)); Nested != NestedKernels.end())
+      Ky.Kernels = Nested->second;
     if (NestedProducts.count(uint32_t(P)))
-      Ky.Gemm.back() = 2.0 + double(P);
-    Ky.Type = uint8_t(X.Type);
-    Ky.NeedsBackward = X.NeedsBackward;
+      Ky.Nested = uint32_t(P) + 1;
     auto [It, New] = Classes.try_emplace(Ky, uint32_t(ClassRep.size()));
     if (New)
       ClassRep.push_back(&X);
