@@ -208,6 +208,14 @@ struct Device {
     std::optional<double> P = peak(T);
     return P ? *P : vectorPeak(T);
   }
+  /// The type large models train in on this device (plan's default): bf16
+  /// mixed precision where it has a bf16 rate, else fp16 with loss scaling
+  /// (V100, T4), else fp32.
+  DType trainingDType() const {
+    return peak(DType::BFloat16) ? DType::BFloat16
+           : peak(DType::Float16) ? DType::Float16
+                                  : DType::Float;
+  }
   std::string SourcePath;    ///< the file it was read from
 
   /// Peak for a dtype, nullopt when unsupported. The fp8 entry serves all four

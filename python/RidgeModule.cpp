@@ -152,7 +152,7 @@ Config config(const char *Fn, Options &O, const Device *Dev, bool Plan) {
                            .str());
     C.ComputeDType = *D;
   } else if (Plan && !C.Inference) {
-    C.ComputeDType = DType::BFloat16; // as `ridge plan` defaults
+    C.ComputeDType = Dev ? Dev->trainingDType() : DType::BFloat16; // as `ridge plan` defaults
   }
   if (auto V = O.get<std::string>("optimizer"))
     C.Opt = choose<Config::Optimizer>(Fn, "optimizer", *V,

@@ -481,7 +481,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_ostream &Out, const Device *D
     C.ComputeDType = *T;
   } else if (PlanCmd && !InferenceOpt && !PromptOpt.getNumOccurrences() &&
              !ContextOpt.getNumOccurrences()) {
-    C.ComputeDType = DType::BFloat16; // how large models train today
+    C.ComputeDType = Dev ? Dev->trainingDType() : DType::BFloat16;
   }
   C.Opt = OptimizerOpt;
   C.Recomp = RecomputeOpt;

@@ -664,8 +664,10 @@ PlanEval Planner::evaluate(Workspace &W, const PlanConfig &PC, unsigned N) {
   int R = PC.Recomp == Config::Recompute::Full ? 2 : PC.Recomp == Config::Recompute::Selective ? 1 : 0;
   E.ModelFlops = Gr.Seg[0].ModelFlops * PC.M * PC.D;
   E.MatrixFlops = Gr.Seg[0].MatrixFlops[R] * PC.M * PC.D;
-  double Peak = Dev.peak(Cfg.ComputeDType.value_or(DType::Float)).value_or(0);
-  E.MFU = E.StepSeconds > 0 ? E.ModelFlops / E.StepSeconds / N / Peak : 0;
+  // Against the rate its matrix products run at, as analyze's MFU (a device
+  // with no figure for the type: its vector rate; none at all: 0).
+  double Peak = Dev.matrixPeak(Cfg.ComputeDType.value_or(DType::Float));
+  E.MFU = E.StepSeconds > 0 && Peak > 0 ? E.ModelFlops / E.StepSeconds / N / Peak : 0;
   E.TFlopsPerDevice = E.StepSeconds > 0 ? E.ModelFlops / E.StepSeconds / N : 0;
   return E;
 }

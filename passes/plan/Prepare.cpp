@@ -693,6 +693,12 @@ llvm::Error Planner::prepare(const BatchLoader &Load) {
                                      "plan: load and cost with a symbolic micro-batch");
   if (llvm::Error E = loadSymbolic(Load))
     return E;
+  // As analyze says it: a type the device lists no rate for runs at its
+  // vector (fp32) rate.
+  if (DType T = Cfg.ComputeDType.value_or(DType::Float); !Dev.peak(T))
+    Diags.warn(M1->Path, formatv("device {0} lists no {1} peak; ops in {1} are timed at its "
+                                 "vector rate",
+                                 Dev.Name, dtypeName(T)));
   Phase.emplace(Opts.Timer, "plan: prepare the search");
   sumPositions();
   assignParameters();

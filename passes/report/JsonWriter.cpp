@@ -47,6 +47,12 @@ bool numberText(const json::Value &V, SmallVectorImpl<char> &Out) {
 void ridge::writeJson(json::OStream &J, const json::Value &V) {
   switch (V.kind()) {
   case json::Value::Number: {
+    // JSON has no infinity or NaN (llvm::json would print "inf"): null, so
+    // that every document parses.
+    if (std::optional<double> D = V.getAsNumber(); D && !std::isfinite(*D)) {
+      J.value(nullptr);
+      return;
+    }
     SmallString<32> Text;
     if (numberText(V, Text))
       J.rawValue(Text.str());

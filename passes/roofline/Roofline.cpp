@@ -189,7 +189,7 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   if (Opt.B == Bound::Memory)
     R.MemoryBoundSeconds += Opt.Seconds;
   double Step = R.stepSeconds();
-  R.MFU = Step > 0 ? (C->Fwd.Flops + C->Bwd.Flops) / Step / R.MatrixPeak : 0;
+  R.MFU = Step > 0 && R.MatrixPeak > 0 ? (C->Fwd.Flops + C->Bwd.Flops) / Step / R.MatrixPeak : 0;
   for (DType Ty : Fallbacks)
     AM.diags().warn(M.Path, llvm::formatv("device {0} lists no {1} peak; ops in {1} "
                                           "are timed at its vector rate",

@@ -4,6 +4,7 @@
 #include "gtest/gtest.h"
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 using namespace ridge;
@@ -138,4 +139,21 @@ TEST(JsonWriterTest, ObjectAndStreamSinksPrintTheSame) {
   }
   EXPECT_EQ(print(json::Value(std::move(Built))), Streamed);
   EXPECT_NE(Streamed.find("\"d\": 1e+20"), std::string::npos);
+}
+
+// JSON has no infinity or NaN: such a number prints as null (llvm::json's
+// own "inf" would not parse), in an object and in an array.
+TEST(JsonWriterTest, NonFiniteNumbersPrintAsNull) {
+  double Inf = std::numeric_limits<double>::infinity();
+  json::Value V = json::Object{{"a", Inf}, {"b", -Inf}, {"c", std::nan("")},
+                               {"d", json::Array{1.5, Inf}}};
+  EXPECT_EQ(print(V), "{\n"
+                      "  \"a\": null,\n"
+                      "  \"b\": null,\n"
+                      "  \"c\": null,\n"
+                      "  \"d\": [\n"
+                      "    1.5,\n"
+                      "    null\n"
+                      "  ]\n"
+                      "}\n");
 }
