@@ -371,7 +371,11 @@ private:
   /// Each value's bytes as a polynomial in the micro-batch, by value
   /// (main graph and subgraphs), taken while the batch was a symbol.
   /// (A value whose bytes do not grow with the batch has none.)
-  std::unique_ptr<ValueMap<std::optional<BatchPoly>>> ValueBytes;
+  /// (An index into BytePolys, each distinct polynomial once; NoBytePoly:
+  /// none.)
+  std::unique_ptr<ValueMap<uint32_t>> ValueBytes;
+  std::vector<BatchPoly> BytePolys;
+  static constexpr uint32_t NoBytePoly = UINT32_MAX;
   /// Per cost row (of both analyses: one graph, one order): modeled with
   /// the batch a symbol; and the extra saved bytes (masks, statistics) of
   /// the rows that have them, as polynomials.

@@ -59,8 +59,8 @@ BatchPoly Planner::bytesOf(const Value *V) const {
   // Values whose size does not grow with the batch are not listed: their
   // bytes at micro-batch 1 are every micro-batch's.
   if (ValueBytes)
-    if (std::optional<BatchPoly> P = ValueBytes->lookup(V))
-      return *P;
+    if (uint32_t I = ValueBytes->lookup(V); I != NoBytePoly)
+      return BytePolys[I];
   return BatchPoly::constant(valueBytes(V, FloatBytes));
 }
 
@@ -267,15 +267,26 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     }
   // Each value whose bytes grow with the batch (the others are taken from
   // the bound graph).
-  ValueBytes = std::make_unique<ValueMap<std::optional<BatchPoly>>>(G, std::nullopt);
+  // (A value's bytes follow from its interned shape and element size: each
+  // pair is taken once.)
+  ValueBytes = std::make_unique<ValueMap<uint32_t>>(G, NoBytePoly);
+  llvm::DenseMap<std::pair<const Shape *, uint64_t>, uint32_t> ByShape;
   auto Take = [&](const Graph &Gr) {
     for (const Value &V : Gr.Values) {
       if (V.numElements() || !V.Shp)
         continue;
-      sym::CountScope Scope;
-      std::optional<BatchPoly> P = batchPoly(valueCount(&V, FloatBytes), BatchSymbol);
-      if (P)
-        (*ValueBytes)[&V] = *P;
+      double Each = FloatBytes && isFloatingPoint(V.Elem) ? *FloatBytes : dtypeBytes(V.Elem);
+      auto [It, New] =
+          ByShape.try_emplace({V.Shp.operator->(), llvm::bit_cast<uint64_t>(Each)}, NoBytePoly);
+      if (New) {
+        sym::CountScope Scope;
+        if (std::optional<BatchPoly> P = batchPoly(valueCount(&V, FloatBytes), BatchSymbol)) {
+          It->second = uint32_t(BytePolys.size());
+          BytePolys.push_back(*P);
+        }
+      }
+      if (It->second != NoBytePoly)
+        (*ValueBytes)[&V] = It->second;
     }
   };
   Take(G);
