@@ -34,6 +34,26 @@ std::optional<BatchPoly> batchPoly(const sym::Count &C, llvm::StringRef Batch) {
   return P;
 }
 
+/// Item's index in Items, added when its bits Key are new.
+template <size_t K, typename T>
+uint32_t internBits(std::map<std::array<uint64_t, K>, uint32_t> &Ids, std::vector<T> &Items,
+                    const std::array<uint64_t, K> &Key, const T &Item) {
+  auto [It, New] = Ids.try_emplace(Key, uint32_t(Items.size()));
+  if (New)
+    Items.push_back(Item);
+  return It->second;
+}
+
+/// A geometry's bits: its batch polynomial's, then Vs'.
+template <size_t K>
+std::array<uint64_t, K> geometryBits(const BatchPoly &Batch, std::initializer_list<double> Vs) {
+  std::array<uint64_t, K> W{};
+  assert(Batch.C.size() + Vs.size() <= K && "geometryBits: too few words");
+  std::memcpy(W.data(), Batch.C.data(), sizeof(Batch.C));
+  std::memcpy(W.data() + Batch.C.size(), Vs.begin(), Vs.size() * sizeof(double));
+  return W;
+}
+
 /// Whether a phase of these counts runs a kernel (a view, metadata op or
 /// control-flow node runs none).
 bool runsKernel(const PhaseCount &C) {
@@ -84,28 +104,20 @@ void Planner::takeKernelGeometry(const NodeCost &NC, Position &X) {
   if (auto Geo = convGeometry(N, /*BatchKnown=*/false)) {
     if (auto Batch = batchDim(N.input(0)->Shp->Dims[0], BatchSymbol)) {
       X.Conv = true;
-      std::array<uint64_t, 12> W;
-      const double Vs[] = {Geo->Cin,  Geo->Cout, Geo->Groups,  Geo->InPix,
-                           Geo->OutPix, Geo->Taps, Geo->Strides, double(Geo->Winograd)};
-      std::memcpy(W.data(), Batch->C.data(), sizeof(Batch->C));
-      std::memcpy(W.data() + 4, Vs, sizeof(Vs));
-      auto [It, New] = ConvIds.try_emplace(W, uint32_t(Convs.size()));
-      if (New)
-        Convs.push_back({*Batch, *Geo});
-      X.ShapeIdx = It->second;
+      X.ShapeIdx = internBits(ConvIds, Convs,
+                              geometryBits<12>(*Batch, {Geo->Cin, Geo->Cout, Geo->Groups,
+                                                        Geo->InPix, Geo->OutPix, Geo->Taps,
+                                                        Geo->Strides, double(Geo->Winograd)}),
+                              ConvDims{*Batch, *Geo});
     }
   } else if (auto Geo = recurrentGeometry(N, /*BatchKnown=*/false)) {
     unsigned BatchAxis = N.attrInt("layout", 0) == 1 ? 0 : 1;
     if (auto Batch = batchDim(N.input(0)->Shp->Dims[BatchAxis], BatchSymbol)) {
       X.Recurrent = true;
-      std::array<uint64_t, 9> W;
-      const double Vs[] = {Geo->Steps, Geo->Input, Geo->Dirs, Geo->Hidden, Geo->Gates};
-      std::memcpy(W.data(), Batch->C.data(), sizeof(Batch->C));
-      std::memcpy(W.data() + 4, Vs, sizeof(Vs));
-      auto [It, New] = RecurrentIds.try_emplace(W, uint32_t(Recurrents.size()));
-      if (New)
-        Recurrents.push_back({*Batch, *Geo});
-      X.ShapeIdx = It->second;
+      X.ShapeIdx = internBits(
+          RecurrentIds, Recurrents,
+          geometryBits<9>(*Batch, {Geo->Steps, Geo->Input, Geo->Dirs, Geo->Hidden, Geo->Gates}),
+          RecurrentDims{*Batch, *Geo});
     }
   }
   if (X.Conv || X.Recurrent) {
@@ -234,10 +246,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
           std::array<uint64_t, 4 * (BatchPoly::MaxDegree + 1)> W;
           for (unsigned K = 0; K < 4; ++K)
             std::memcpy(W.data() + K * Gemm[K].C.size(), Gemm[K].C.data(), sizeof(Gemm[K].C));
-          auto [It, New] = GemmIds.try_emplace(W, uint32_t(Gemms.size()));
-          if (New)
-            Gemms.push_back(Gemm);
-          X.GemmIdx = It->second;
+          X.GemmIdx = internBits(GemmIds, Gemms, W, Gemm);
         }
         X.GradA = NC.inputNeedsGrad(0);
         X.GradB = NC.inputNeedsGrad(1);

@@ -166,9 +166,9 @@ const SegSums &Planner::segSums(Group &G, int Fine) {
   size_t NS = SC.ClassOf.size();
   for (auto *V : {&Sm.Pre[0], &Sm.Pre[1], &Sm.Pre[2], &Sm.PreB, &Sm.PreA, &Sm.PreAS})
     V->resize(NS + 1);
-  // The running sums, segment by segment, in three passes (one pass held
-  // more sums than x86-64's vector registers, beside the loads): the costs
-  // and the backward; launches and activations; the totals.
+  // The running sums, segment by segment, in passes of a few sums each (one
+  // pass held more sums than x86-64's vector registers, beside the loads):
+  // the costs and the backward; the activations; the launches; the totals.
   double *P0 = Sm.Pre[0].data(), *P1 = Sm.Pre[1].data(), *P2 = Sm.Pre[2].data();
   double *PB = Sm.PreB.data();
   P0[0] = P1[0] = P2[0] = PB[0] = 0;
@@ -183,6 +183,11 @@ const SegSums &Planner::segSums(Group &G, int Fine) {
   double *PA = Sm.PreA.data(), *PAS = Sm.PreAS.data();
   PA[0] = PAS[0] = 0;
   double A = 0, AS = 0;
+  for (size_t S = 0; S < NS; ++S) {
+    const ClassSum &X = Cls[ClassOf[S]];
+    PA[S + 1] = A += X.A;
+    PAS[S + 1] = AS += X.AS;
+  }
   if (Dev.asyncLaunch()) {
     for (auto &L : Sm.LPre)
       L.resize(NS + 1);
@@ -194,14 +199,6 @@ const SegSums &Planner::segSums(Group &G, int Fine) {
       L0[S + 1] = La0 += X.L[0];
       L1[S + 1] = La1 += X.L[1];
       L2[S + 1] = La2 += X.L[2];
-      PA[S + 1] = A += X.A;
-      PAS[S + 1] = AS += X.AS;
-    }
-  } else {
-    for (size_t S = 0; S < NS; ++S) {
-      const ClassSum &X = Cls[ClassOf[S]];
-      PA[S + 1] = A += X.A;
-      PAS[S + 1] = AS += X.AS;
     }
   }
   double TotBwd = 0, TotTP = 0, Rec1 = 0, Rec2 = 0, Flops = 0, M0 = 0, M1 = 0, M2 = 0;
