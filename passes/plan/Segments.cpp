@@ -84,7 +84,9 @@ void Planner::sumClasses(Group &G, int Fine) {
   // Each class's representative, position by position from zero: the terms
   // sumPositions used to add per position, in the same order (so with one
   // position a segment, every prefix and stage sum is the position-by-
-  // position one, bit for bit).
+  // position one, bit for bit). What it reads of a position (its slot, which
+  // also says whether it is split; its collectives; its PosKey terms) is
+  // what segmentClasses compares: a new input here must be compared there.
   const SegmentClasses &SC = G.TP->Seg[Fine];
   SegSums &Sm = G.Seg[Fine];
   size_t NC = SC.RepBegin.size();
