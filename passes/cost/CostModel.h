@@ -375,6 +375,9 @@ struct CostAnalysis {
 /// Bytes of V with floating-point elements at FloatBytes each when given
 /// (--dtype), else at V's own element size; 0 when its shape is unknown.
 double valueBytes(const Value *V, std::optional<double> FloatBytes);
+/// One element's bytes of V: FloatBytes (--dtype's) for a floating-point
+/// tensor when given, else its stored type's.
+double elementBytes(const Value *V, std::optional<double> FloatBytes);
 /// V's bytes as a count: a number when its shape is known, its formula when
 /// its dims are symbolic, and valueBytes' 0 when one is unknown (never an
 /// unknown count: a size nobody knows adds nothing, as with numbers).

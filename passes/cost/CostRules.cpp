@@ -28,17 +28,16 @@ Count formulas::convMacs(Count BatchN, Count Cout, Count OutSpatial,
   return BatchN * Cout * OutSpatial * CinPerGroup * KernelSpatial;
 }
 
-double CostContext::elemBytes(const Value *V) const {
-  if (FloatBytes && isFloatingPoint(V->Elem))
-    return *FloatBytes;
-  return dtypeBytes(V->Elem);
+double ridge::elementBytes(const Value *V, std::optional<double> FloatBytes) {
+  return FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem);
 }
+
+double CostContext::elemBytes(const Value *V) const { return elementBytes(V, FloatBytes); }
 
 Count CostContext::bytes(const Value *V) const { return V ? valueCount(V, FloatBytes) : Count(0); }
 
 double ridge::valueBytes(const Value *V, std::optional<double> FloatBytes) {
-  return V->numElements().value_or(0) *
-         (FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem));
+  return V->numElements().value_or(0) * elementBytes(V, FloatBytes);
 }
 
 Count ridge::elementCount(const Value *V) {
@@ -89,7 +88,7 @@ Count ridge::determinedBytes(const Value *V, std::optional<double> FloatBytes) {
 }
 
 Count ridge::valueCount(const Value *V, std::optional<double> FloatBytes) {
-  double Each = FloatBytes && isFloatingPoint(V->Elem) ? *FloatBytes : dtypeBytes(V->Elem);
+  double Each = elementBytes(V, FloatBytes);
   // A known shape (every value of a bound graph) multiplies as numbers.
   if (std::optional<double> N = V->numElements())
     return *N * Each;

@@ -284,7 +284,7 @@ llvm::Error Planner::takePolynomials(const CostResult &Sym) {
     for (const Value &V : Gr.Values) {
       if (V.numElements() || !V.Shp)
         continue;
-      double Each = FloatBytes && isFloatingPoint(V.Elem) ? *FloatBytes : dtypeBytes(V.Elem);
+      double Each = elementBytes(&V, FloatBytes);
       auto [It, New] =
           ByShape.try_emplace({V.Shp.operator->(), llvm::bit_cast<uint64_t>(Each)}, NoBytePoly);
       if (New) {
