@@ -45,6 +45,11 @@ struct Config {
   /// (NodeCost::Sym) rather than left unmodeled: `ridge analyze` of a
   /// training step turns it on; what needs numbers (times, plans) does not.
   bool SymbolicCosts = false;
+  /// Passes make the rows of a graph of at least this many nodes on two
+  /// threads (analyzer/Parallel.h; below, a thread costs more to start than
+  /// it saves): costing one without control flow, placing each op on the
+  /// roofline. Hidden --two-threads-from: the same output at any value.
+  size_t TwoThreadsFrom = 16384;
 
   /// --inference: a forward pass only (no gradients, optimizer or saved
   /// activations; BatchNormalization and Dropout in inference mode); memory

@@ -129,6 +129,11 @@ static cl::opt<bool> FreezeConstants(
     cl::desc("Do not train weights the graph computes from constants (Constant, "
              "ConstantOfShape, DequantizeLinear of an initializer); only initializers"),
     MODEL_SUBS, cl::cat(RidgeCat));
+static cl::opt<size_t> TwoThreadsFrom(
+    "two-threads-from",
+    cl::desc("Make the rows of a graph of at least this many nodes on two threads (a check: "
+             "the same output at any value)"),
+    cl::Hidden, cl::init(Config().TwoThreadsFrom), MODEL_SUBS, cl::cat(RidgeCat));
 static cl::list<std::string> FreezeOpt(
     "freeze",
     cl::desc("Do not train the parameters whose names match this glob (repeatable): "
@@ -490,6 +495,7 @@ static llvm::Expected<Config> passConfig(llvm::raw_ostream &Out, const Device *D
     C.TripCount = TripCount;
   C.Strict = Strict;
   C.FreezeConstants = FreezeConstants;
+  C.TwoThreadsFrom = TwoThreadsFrom;
   C.Freeze.assign(FreezeOpt.begin(), FreezeOpt.end());
   if (SortOpt != "flops" && SortOpt != "bytes" && SortOpt != "time" && SortOpt != "name" &&
       SortOpt != "order")

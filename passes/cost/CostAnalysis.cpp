@@ -18,6 +18,7 @@
 //    in every iteration.
 //
 //===----------------------------------------------------------------------===//
+#include "analyzer/Parallel.h"
 #include "passes/cost/CostModel.h"
 #include "passes/cost/KVCache.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -123,7 +124,21 @@ private:
   bool differentiable(const Node &N, unsigned I) const {
     return differentiable(findOpRule(N.Domain, N.OpType), I);
   }
+  /// A node's row, in three steps: gradients (in graph order: what its
+  /// inputs carry is final once their producers had theirs), model (its
+  /// counts from its rule; reads only what the first step of earlier nodes
+  /// wrote, so nodes may take it on any thread), account (in graph order:
+  /// the totals).
   void costNode(const Node &N, double Multiplier, bool BodyNeedsBackward);
+  CostContext context(const Node &N, const OpRule *Rule) const;
+  void gradients(const Node &N, const OpRule *Rule, double Multiplier, bool BodyNeedsBackward,
+                 NodeCost &NC);
+  /// True when the node folds at load and had a cost to fold.
+  bool model(const Node &N, const OpRule *Rule, const CostContext &C, NodeCost &NC) const;
+  void account(const Node &N, double Multiplier, bool Folded, NodeCost &NC);
+  /// walk of a large graph without control flow: the model step of its
+  /// nodes on two threads (analyzer/Parallel.h).
+  void walkOnTwoThreads(const Graph &G, double Multiplier);
   /// Inference: a product reads a DequantizeLinear'd integer weight as the
   /// integer tensor (and its scale and zero point), dequantizing in the
   /// kernel, as ONNX Runtime's QDQ fusion and MatMulNBits run it; when its
@@ -151,7 +166,7 @@ private:
   void seedBodies(const Node &N);
   /// What costNode would mark as needing a gradient in G, without costing.
   void propagate(const Graph &G);
-  std::optional<double> tripCount(const Node &N, bool &Known);
+  std::optional<double> tripCount(const Node &N, bool &Known) const;
   /// A Loop's trip count as a formula when costs may be formulas and shape
   /// inference found one (Model::LoopTrips); 1 otherwise.
   /// V's bytes: a number (0 when its size is unknown, as valueBytes has
@@ -419,7 +434,7 @@ void CostWalker::propagate(const Graph &G) {
   }
 }
 
-std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) {
+std::optional<double> CostWalker::tripCount(const Node &N, bool &Known) const {
   Known = false;
   if (N.OpType == "Loop" || N.OpType == "SequenceMap") {
     // Shape inference's count first: the maximum, or the iterations bound
@@ -474,6 +489,9 @@ double CostWalker::branchFlops(const Graph &G) {
 }
 
 void CostWalker::walk(const Graph &G, double Multiplier) {
+  if (G.Nodes.size() >= Cfg.TwoThreadsFrom && !SymTrips.isFormula() &&
+      llvm::none_of(G.Nodes, [](const auto &NP) { return !NP->subgraphs().empty(); }))
+    return walkOnTwoThreads(G, Multiplier);
   for (const auto &NP : G.Nodes) {
     const Node &N = *NP;
     llvm::SmallVector<Graph *, 2> Subs = N.subgraphList();
@@ -511,6 +529,23 @@ void CostWalker::walk(const Graph &G, double Multiplier) {
       BodyNeedsBackward |= R.Nodes[I].NeedsBackward;
     costNode(N, Multiplier, BodyNeedsBackward);
   }
+}
+
+void CostWalker::walkOnTwoThreads(const Graph &G, double Multiplier) {
+  size_t First = R.Nodes.size(), Count = G.Nodes.size();
+  std::vector<const OpRule *> Rules(Count);
+  for (size_t I = 0; I < Count; ++I) {
+    const Node &N = *G.Nodes[I];
+    Rules[I] = findOpRule(N.Domain, N.OpType);
+    gradients(N, Rules[I], Multiplier, false, R.Nodes.emplace_back());
+  }
+  std::vector<uint8_t> Folded(Count);
+  onTwoThreads(Count, 0, [&](size_t I, unsigned) {
+    const Node &N = *G.Nodes[I];
+    Folded[I] = model(N, Rules[I], context(N, Rules[I]), R.Nodes[First + I]);
+  });
+  for (size_t I = 0; I < Count; ++I)
+    account(*G.Nodes[I], Multiplier, Folded[I], R.Nodes[First + I]);
 }
 
 /// Ops that multiply integer tensors (their inputs int8/uint8).
@@ -591,17 +626,29 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
 }
 
 void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackward) {
-  if (isTrainingOp(N) && !TrainingOps++)
-    FirstTrainingOp = &N;
   NodeCost NC;
-  NC.N = &N;
-  NC.setMultiplier(Multiplier);
-  // The rule, found once (its inputs' differentiability is asked below).
   const OpRule *Rule = findOpRule(N.Domain, N.OpType);
+  gradients(N, Rule, Multiplier, BodyNeedsBackward, NC);
+  bool Folded = model(N, Rule, context(N, Rule), NC);
+  account(N, Multiplier, Folded, NC);
+  R.Nodes.push_back(std::move(NC));
+}
+
+CostContext CostWalker::context(const Node &N, const OpRule *Rule) const {
   CostContext C{N, {}, FloatBytes, Cfg.Inference, Cfg.SymbolicCosts};
   for (unsigned I = 0; I < N.Inputs.size(); ++I)
     C.InputNeedsGrad.push_back(N.Inputs[I] && NeedsGrad.count(N.Inputs[I]) &&
                                differentiable(Rule, I));
+  return C;
+}
+
+void CostWalker::gradients(const Node &N, const OpRule *Rule, double Multiplier,
+                           bool BodyNeedsBackward, NodeCost &NC) {
+  if (isTrainingOp(N) && !TrainingOps++)
+    FirstTrainingOp = &N;
+  NC.N = &N;
+  NC.setMultiplier(Multiplier);
+  CostContext C = context(N, Rule);
   // Gradients flow on: an output needs one if any differentiable input does.
   bool AnyGrad = C.anyGrad();
   if (!AnyGrad)
@@ -615,7 +662,10 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   NC.NeedsBackward = C.anyGrad() || BodyNeedsBackward;
   for (unsigned I = 0; I < C.InputNeedsGrad.size() && I < 8; ++I)
     NC.GradInputs |= uint8_t(C.InputNeedsGrad[I]) << I;
+}
 
+bool CostWalker::model(const Node &N, const OpRule *Rule, const CostContext &C,
+                       NodeCost &NC) const {
   if (!Rule) {
     NC.setUnmodeled("no cost rule");
     if (const Function *F = M.findFunction(N.Domain, N.OpType))
@@ -660,15 +710,20 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
   // An inference runtime folds what depends on weights and constants alone
   // (a transposed or dequantized weight) once, at load (ONNX Runtime's
   // constant folding): no per-pass cost.
+  bool Folded = false;
   if (NC.Modeled && Cfg.Inference && N.Domain.empty() && N.OpType != "Constant" &&
       foldsAtLoad(N)) {
     // (A formula here is one in a weight's own symbolic dim: it counts.)
-    if (NC.Fwd.Flops + NC.Fwd.Bytes + NC.Fwd.Transcendentals > 0 || NC.Sym)
-      ++R.FoldedNodes;
+    Folded = NC.Fwd.Flops + NC.Fwd.Bytes + NC.Fwd.Transcendentals > 0 || NC.Sym;
     NC.Fwd = PhaseCost();
     if (NC.Sym)
       NC.Sym->setFwd(PhaseCount());
   }
+  return Folded;
+}
+
+void CostWalker::account(const Node &N, double Multiplier, bool Folded, NodeCost &NC) {
+  R.FoldedNodes += Folded;
   if (NC.Modeled && SymTrips.isFormula())
     multiplyBySymbolicTrips(NC);
   if (NC.Modeled) {
@@ -694,7 +749,6 @@ void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackwa
     NC.setSavedBytes(0);
     NC.Sym.reset();
   }
-  R.Nodes.push_back(std::move(NC));
 }
 
 void CostWalker::multiplyBySymbolicTrips(NodeCost &NC) {

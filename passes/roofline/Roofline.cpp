@@ -1,5 +1,6 @@
 //===- Roofline.cpp - Place every node on the device's roofline -----------===//
 #include "passes/roofline/Roofline.h"
+#include "analyzer/Parallel.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <array>
 #include <cmath>
@@ -128,10 +129,13 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
   // (By ONNX type code: an array, no map lookup per node.)
   std::array<double, 256> MatrixFlopsByType{};
 
-  R.Nodes.reserve(C->Nodes.size());
-  GemmMemo Memo;
-  for (const NodeCost &NC : C->Nodes) {
-    NodeRoofline NR;
+  // Each op placed (on two threads for a large graph, a memo each), then
+  // the sums in graph order.
+  R.Nodes.resize(C->Nodes.size());
+  std::array<GemmMemo, 2> Memos;
+  onTwoThreads(C->Nodes.size(), Cfg.TwoThreadsFrom, [&](size_t I, unsigned Thread) {
+    const NodeCost &NC = C->Nodes[I];
+    NodeRoofline &NR = R.Nodes[I];
     // The op's arithmetic type: a quantized product's (int8, float8), else
     // --dtype, else its first floating output.
     DType Ty = Cfg.ComputeDType.value_or(DType::Float);
@@ -143,12 +147,16 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
           Ty = V->Elem;
           break;
         }
+    NR.Fwd = placeNode(NC, false, D, Ty, Cfg, &Memos[Thread]);
+    if (NC.NeedsBackward)
+      NR.Bwd = placeNode(NC, true, D, Ty, Cfg, &Memos[Thread]);
+    NR.Fwd.Type = NR.Bwd.Type = Ty;
+  });
+  for (const NodeCost &NC : C->Nodes) {
+    const NodeRoofline &NR = R.Nodes[&NC - C->Nodes.data()];
+    DType Ty = NR.Fwd.Type;
     if (!D.peak(Ty) && !(Ty == DType::Float && Cfg.TF32 && D.Tf32Flops > 0))
       Fallbacks.insert(Ty);
-    NR.Fwd = placeNode(NC, false, D, Ty, Cfg, &Memo);
-    if (NC.NeedsBackward)
-      NR.Bwd = placeNode(NC, true, D, Ty, Cfg, &Memo);
-    NR.Fwd.Type = NR.Bwd.Type = Ty;
     double K = NC.multiplier();
     MatrixFlopsByType[uint8_t(Ty)] +=
         2 * (NC.Fwd.Macs + (NC.NeedsBackward ? NC.Bwd.Macs : 0)) * K;
@@ -164,7 +172,6 @@ llvm::Expected<RooflineResult> RooflineAnalysis::run(Model &M, AnalysisManager &
       R.RecomputeSeconds += NR.Fwd.Seconds * K;
       R.RecomputeLaunches += NR.Fwd.Launches * K;
     }
-    R.Nodes.push_back(NR);
   }
   R.StepType = Cfg.ComputeDType.value_or(DType::Float);
   if (!Cfg.ComputeDType) {

@@ -1,7 +1,13 @@
 //===- CountTest.cpp - Counts: numbers and exact formulas for costs -------===//
 #include "analyzer/symbolic/Count.h"
+#include "analyzer/Parallel.h"
 #include "gtest/gtest.h"
+#include <array>
+#include <atomic>
+#include <chrono>
 #include <map>
+#include <thread>
+#include <vector>
 
 using namespace ridge::sym;
 
@@ -158,3 +164,36 @@ TEST(CountTest, UndecidedOutsideFormulas) {
 }
 
 } // namespace
+
+// onTwoThreads (analyzer/Parallel.h): every index once, on both threads
+// when the count reaches the threshold (one below it), and the second
+// thread's formulas in the caller's fast form. (The first thread waits in
+// its first index for the second to take a block, so both surely work.)
+TEST(CountTest, TwoThreadsVisitEveryIndexOnceInTheCallersForm) {
+  UnivariateScope InB(symbol("b"));
+  constexpr size_t N = 5000;
+  bool Two = std::thread::hardware_concurrency() >= 2;
+  std::vector<int> Seen(N);
+  std::vector<uint8_t> Fast(N);
+  std::array<size_t, 2> PerThread{};
+  std::atomic<bool> SecondRan{false};
+  ridge::onTwoThreads(N, N, [&](size_t I, unsigned Thread) {
+    if (Thread == 1)
+      SecondRan = true;
+    else if (I == 0 && Two)
+      for (int Wait = 0; !SecondRan && Wait < 5000; ++Wait)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ++Seen[I];
+    Fast[I] = (sym("b") * double(I + 1)).univariate().has_value();
+    ++PerThread[Thread];
+  });
+  EXPECT_EQ(std::count(Seen.begin(), Seen.end(), 1), ptrdiff_t(N));
+  EXPECT_EQ(std::count(Fast.begin(), Fast.end(), 1), ptrdiff_t(N));
+  EXPECT_EQ(PerThread[0] + PerThread[1], N);
+  if (Two)
+    EXPECT_GT(PerThread[1], 0u);
+  PerThread = {};
+  ridge::onTwoThreads(N, N + 1, [&](size_t, unsigned Thread) { ++PerThread[Thread]; });
+  EXPECT_EQ(PerThread[0], N);
+  EXPECT_EQ(PerThread[1], 0u);
+}
