@@ -6,7 +6,9 @@
 //    --trainable-input graph inputs, then forward along differentiable
 //    inputs in topological order. An output of unknown element type is
 //    taken as possibly floating point, so the chain is not cut.
-// 2. Each node's rule from OpCosts.def, with the inputs that need gradients.
+// 2. Each node's rule from OpCosts.def, with the inputs that need gradients
+//    (on two threads for a large graph without control flow, once every
+//    node's gradient flags are known; the totals then in graph order).
 // 3. Control flow: If counts its costlier branch (by FLOPs), Loop and Scan
 //    their body times the trip count; an unknown trip count counts the body
 //    once and marks the loop unmodeled. A loop-carried value needs a
@@ -131,8 +133,9 @@ private:
   /// the totals).
   void costNode(const Node &N, double Multiplier, bool BodyNeedsBackward);
   CostContext context(const Node &N, const OpRule *Rule) const;
-  void gradients(const Node &N, const OpRule *Rule, double Multiplier, bool BodyNeedsBackward,
-                 NodeCost &NC);
+  /// (Returns the node's context, which the model step takes.)
+  CostContext gradients(const Node &N, const OpRule *Rule, double Multiplier,
+                        bool BodyNeedsBackward, NodeCost &NC);
   /// True when the node folds at load and had a cost to fold.
   bool model(const Node &N, const OpRule *Rule, const CostContext &C, NodeCost &NC) const;
   void account(const Node &N, double Multiplier, bool Folded, NodeCost &NC);
@@ -628,8 +631,7 @@ void CostWalker::fuseDequantizedWeights(const Node &N, NodeCost &NC) const {
 void CostWalker::costNode(const Node &N, double Multiplier, bool BodyNeedsBackward) {
   NodeCost NC;
   const OpRule *Rule = findOpRule(N.Domain, N.OpType);
-  gradients(N, Rule, Multiplier, BodyNeedsBackward, NC);
-  bool Folded = model(N, Rule, context(N, Rule), NC);
+  bool Folded = model(N, Rule, gradients(N, Rule, Multiplier, BodyNeedsBackward, NC), NC);
   account(N, Multiplier, Folded, NC);
   R.Nodes.push_back(std::move(NC));
 }
@@ -642,8 +644,8 @@ CostContext CostWalker::context(const Node &N, const OpRule *Rule) const {
   return C;
 }
 
-void CostWalker::gradients(const Node &N, const OpRule *Rule, double Multiplier,
-                           bool BodyNeedsBackward, NodeCost &NC) {
+CostContext CostWalker::gradients(const Node &N, const OpRule *Rule, double Multiplier,
+                                  bool BodyNeedsBackward, NodeCost &NC) {
   if (isTrainingOp(N) && !TrainingOps++)
     FirstTrainingOp = &N;
   NC.N = &N;
@@ -662,6 +664,7 @@ void CostWalker::gradients(const Node &N, const OpRule *Rule, double Multiplier,
   NC.NeedsBackward = C.anyGrad() || BodyNeedsBackward;
   for (unsigned I = 0; I < C.InputNeedsGrad.size() && I < 8; ++I)
     NC.GradInputs |= uint8_t(C.InputNeedsGrad[I]) << I;
+  return C;
 }
 
 bool CostWalker::model(const Node &N, const OpRule *Rule, const CostContext &C,
