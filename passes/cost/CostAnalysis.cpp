@@ -542,6 +542,8 @@ void CostWalker::walkOnTwoThreads(const Graph &G, double Multiplier) {
     Rules[I] = findOpRule(N.Domain, N.OpType);
     gradients(N, Rules[I], Multiplier, false, R.Nodes.emplace_back());
   }
+  // Each node's context is made again where it is modeled (NeedsGrad is
+  // final now, so it is the one gradients made), not kept for every node.
   std::vector<uint8_t> Folded(Count);
   onTwoThreads(Count, 0, [&](size_t I, unsigned) {
     const Node &N = *G.Nodes[I];
