@@ -458,10 +458,16 @@ struct OpRule {
   /// Bit i set: input i never carries a gradient (shapes, indices, axes,
   /// running statistics).
   uint32_t NonDiffInputs;
+  /// Bit i set: the op's schema requires input (output) i in every version
+  /// (ONNX's, or onnxruntime's for com.microsoft). A node that does not give
+  /// one is unmodeled, checked once for every rule (applyRule).
+  uint32_t RequiredInputs;
+  uint32_t RequiredOutputs;
 };
 
-/// Runs Rule on C into Out: checks first that the shapes it needs are known
-/// (view, metadata and control-flow rules need none), else sets Unmodeled.
+/// Runs Rule on C into Out: checks first that the node gives the operands
+/// its op requires and that the shapes the rule needs are known (view,
+/// metadata and control-flow rules need none), else sets Unmodeled.
 /// Counts that are formulas go to Out.Sym; a rule that met an operation
 /// with no exact formula (sym::CountScope) leaves the node unmodeled until
 /// its symbols are bound.

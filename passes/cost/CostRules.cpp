@@ -254,27 +254,6 @@ bool requireShapes(const CostContext &C, RuleCost &Out) {
 
 void unmodeled(RuleCost &Out, const llvm::Twine &Why) { Out.Unmodeled = Why.str(); }
 
-/// A rule that reads the shapes of inputs In (and of output 0, unless the
-/// op's outputs are all optional, as a recurrent op's) first checks they are
-/// present: a node may list fewer operands than its op needs (the loader
-/// does not check arity against the schema), and that is unmodeled, with the
-/// operand named, never a read through an absent value.
-bool lacksOperands(const CostContext &C, RuleCost &Out, std::initializer_list<unsigned> In,
-                   bool ReadsOutput0 = true) {
-  for (unsigned I : In)
-    if (!C.N.input(I)) {
-      unmodeled(Out, llvm::formatv("{0} needs input {1}, which the node does not give",
-                                   C.N.OpType, I));
-      return true;
-    }
-  if (ReadsOutput0 && !C.N.output(0)) {
-    unmodeled(Out, llvm::formatv("{0} needs output 0, which the node does not give",
-                                 C.N.OpType));
-    return true;
-  }
-  return false;
-}
-
 //===-------------------------- element-wise ----------------------------===//
 
 void unaryRule(const CostContext &C, RuleCost &Out, Count F, Count T,
@@ -305,10 +284,13 @@ void binaryRule(const CostContext &C, RuleCost &Out, Count F, Count T,
   unsigned Present = 0;
   for (const Value *V : C.N.Inputs)
     Present += V != nullptr;
-  Count Pairs = std::max(1u, Present > 0 ? Present - 1 : 0u);
+  // One operation per input after the first. Every binary row requires
+  // input 0 (applyRule checks it), so Present >= 1; only a variadic op (Sum,
+  // Max, Min, Mean) may have one input, and that is a copy: no operation.
+  Count Pairs = Present - 1;
   Out.Fwd.Flops = F * N * Pairs;
   Out.Fwd.Transcendentals = T * N * Pairs;
-  if (C.N.OpType == "Mean")
+  if (C.N.OpType == "Mean" && Present > 1)
     Out.Fwd.Flops += N; // the divide by the input count
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
   if (!C.anyGrad())
@@ -388,8 +370,6 @@ void productBackward(const CostContext &C, RuleCost &Out, Count Macs,
 /// MatMul [..., M, K] x [..., K, N] (numpy semantics, batch dims broadcast,
 /// 1-D operands promoted): MACs = batch * M * N * K, batch = out / (M * N).
 void matmul(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0, 1}))
-    return;
   const Value *A = C.N.input(0), *B = C.N.input(1), *Y = C.N.output(0);
   const Shape &SA = *A->Shp, &SB = *B->Shp;
   if (SA.rank() == 0 || SB.rank() == 0)
@@ -447,8 +427,6 @@ void matmulNBits(const CostContext &C, RuleCost &Out) {
 
 /// QLinearMatMul(a, a_scale, a_zp, b, ...): the product is inputs 0 and 3.
 void qlinearMatmul(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0, 3}))
-    return;
   const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(3)->Shp;
   if (SA.rank() == 0 || SB.rank() == 0)
     return unmodeled(Out, "QLinearMatMul of a scalar");
@@ -468,8 +446,6 @@ void qlinearMatmul(const CostContext &C, RuleCost &Out) {
 ///   then dA', dB' MNK MACs each; dC = beta * dY summed to C's shape:
 ///   MN - |C| adds (+ |C| multiplies for beta != 1).
 void gemm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0, 1}))
-    return;
   const Shape &SA = *C.N.input(0)->Shp, &SB = *C.N.input(1)->Shp;
   if (SA.rank() != 2 || SB.rank() != 2)
     return unmodeled(Out, "Gemm operands must be 2-D");
@@ -574,8 +550,6 @@ Count spatialProduct(const Shape &S, size_t From) {
 ///   backward: dX and dW each MACs; dBias = dY summed over N and the
 ///   spatial dims: N*Cout*prod(o) - Cout adds (P values sum in P - 1).
 void conv(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0, 1}))
-    return;
   const Shape &W = *C.N.input(1)->Shp, &Y = *C.N.output(0)->Shp; // DeformConv too
   if (W.rank() < 3 || Y.rank() != W.rank())
     return unmodeled(Out, "Conv weight and output ranks do not match");
@@ -617,8 +591,6 @@ void conv(const CostContext &C, RuleCost &Out) {
 
 /// QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, B): conv MACs + requantize.
 void qlinearConv(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0, 3}))
-    return;
   const Shape &W = *C.N.input(3)->Shp, &Y = *C.N.output(0)->Shp;
   if (W.rank() < 3)
     return unmodeled(Out, "QLinearConv weight rank below 3");
@@ -635,8 +607,6 @@ void qlinearConv(const CostContext &C, RuleCost &Out) {
 ///   MACs = N * Cin * prod(i) * (Cout/g) * prod(k)
 ///   FLOPs = 2 * MACs + |Y| for the bias; dBias = |Y| - Cout adds.
 void convTranspose(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0, 1}))
-    return;
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   const Shape &Y = *C.N.output(0)->Shp;
   if (W.rank() < 3 || X.rank() != W.rank())
@@ -808,8 +778,6 @@ void normRule(const CostContext &C, RuleCost &Out, Count Groups,
 /// (add eps, multiply, multiply-subtract = 2) per channel, 4 per channel in
 /// all; reads x and the four per-channel tensors, writes y.
 void batchNorm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   const Shape &X = *C.N.input(0)->Shp;
   Count Channels = X.rank() >= 2 ? dimCount(X.Dims[1]) : 1;
   if (C.Inference) {
@@ -826,8 +794,6 @@ void batchNorm(const CostContext &C, RuleCost &Out) {
 }
 
 void instanceNorm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   const Shape &X = *C.N.input(0)->Shp;
   Count Groups = X.rank() >= 2 ? dimCount(X.Dims[0]) * dimCount(X.Dims[1]) : 1;
   normRule(C, Out, Groups, 1, 2);
@@ -848,14 +814,10 @@ Count groupsBeforeAxis(const CostContext &C) {
 
 /// LayerNormalization: groups = product of the dims before `axis`.
 void layerNorm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   normRule(C, Out, groupsBeforeAxis(C), 1, 2);
 }
 
 void groupNorm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   const Shape &X = *C.N.input(0)->Shp;
   Count Groups = (X.rank() ? dimCount(X.Dims[0]) : 1) * C.N.attrInt("num_groups", 1);
   normRule(C, Out, Groups, 1, 2);
@@ -888,8 +850,6 @@ void rmsRule(const CostContext &C, RuleCost &Out, Count Groups) {
 /// G = product of the dims before axis; forward rmsRule's 4N + G rsqrt;
 /// backward dx 5N (X needs a gradient), dscale 2N (scale needs one).
 void rmsNorm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   rmsRule(C, Out, groupsBeforeAxis(C));
   if (!C.anyGrad())
     return;
@@ -905,8 +865,6 @@ void rmsNorm(const CostContext &C, RuleCost &Out) {
 ///   (all three flow through the same s: dinput = dskip = ds); dgamma 2N;
 ///   dbeta N; dbias = ds summed over the rows: N - |bias| adds.
 void skipLayerNorm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   normRule(C, Out, lastAxisRows(C), 2, 3);
   const Value *Bias = C.N.input(4);
   Count N = inElems(C);
@@ -928,8 +886,6 @@ void skipLayerNorm(const CostContext &C, RuleCost &Out) {
 ///   dgamma 2N; dbias = ds summed over the rows: N - |bias| adds;
 ///   saves one inverse RMS per row (4 bytes).
 void skipRmsNorm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   rmsRule(C, Out, lastAxisRows(C));
   const Value *Bias = C.N.input(3);
   Count N = inElems(C);
@@ -965,8 +921,6 @@ void meanVarianceNorm(const CostContext &C, RuleCost &Out) {
 /// LpNormalization (p=2): square and add per element, a sqrt per row, a
 /// divide per element.
 void lpNorm(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   const Shape &X = *C.N.input(0)->Shp;
   int64_t Axis = C.N.attrInt("axis", -1);
   if (Axis < 0)
@@ -1013,8 +967,6 @@ Count softmaxRows(const CostContext &C) {
 /// Backward from the saved output y*(dy - sum(dy*y)): mul N, sum N - R,
 /// sub N, mul N = 4N - R.
 void softmax(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   Count N = outElems(C), R = softmaxRows(C);
   Out.Fwd.Flops = 4 * N - 2 * R;
   Out.Fwd.Transcendentals = N;
@@ -1031,8 +983,6 @@ void softmax(const CostContext &C, RuleCost &Out) {
 /// N + R transcendentals. Backward dy - exp(y)*sum(dy): sum N - R, exp N
 /// (transc), mul N, sub N = 3N - R FLOPs + N exp.
 void logSoftmax(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   Count N = outElems(C), R = softmaxRows(C);
   Out.Fwd.Flops = 4 * N - 2 * R;
   Out.Fwd.Transcendentals = N + R;
@@ -1048,8 +998,6 @@ void logSoftmax(const CostContext &C, RuleCost &Out) {
 /// Hardmax: an ArgMax per row (N - R compares), then the one-hot output
 /// written (bytes: input read + output written); no gradient.
 void hardmax(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   Out.Fwd.Flops = inElems(C) - softmaxRows(C);
   Out.Fwd.Bytes = inBytes(C) + outBytes(C);
 }
@@ -1108,8 +1056,6 @@ void reduceNoGrad(const CostContext &C, RuleCost &Out) {
 /// TopK: a heap of K over n elements: n * ceil(log2(K + 1)) comparisons;
 /// backward scatters dY to the indices (one per output).
 void topK(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   Count N = inElems(C);
   const Shape &X = *C.N.input(0)->Shp, &Y = *C.N.output(0)->Shp;
   int64_t Axis = C.N.attrInt("axis", -1);
@@ -1138,8 +1084,6 @@ void cumSum(const CostContext &C, RuleCost &Out) {
 /// NegativeLogLikelihoodLoss: gather one log-probability per sample (and a
 /// weight multiply), then the reduction: ~3 per sample.
 void nllLoss(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   Count Samples = inElems(C, 1);
   Out.Fwd.Flops = 3 * Samples;
   Out.Fwd.Bytes = C.bytes(C.N.input(1)) + 2 * Samples * C.elemBytes(C.N.input(0)) + outBytes(C);
@@ -1219,8 +1163,6 @@ void gather(const CostContext &C, RuleCost &Out) {
 /// and zero points (one per block of block_size values), the output. The
 /// table is integer: no gradient.
 void gatherBlockQuantized(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0, 1}))
-    return;
   Count E = outElems(C), Block = Count(std::max<int64_t>(1, C.N.attrInt("block_size", 128)));
   Count Bits = Count(C.N.attrInt("bits", 4));
   const Value *Scales = C.N.input(2), *Zp = C.N.input(3);
@@ -1246,8 +1188,6 @@ void scatter(const CostContext &C, RuleCost &Out) {
 /// Resize: nearest moves data only; linear interpolates 2^d taps (a multiply
 /// and an add each), cubic 4^d, d = number of resized dims.
 void resize(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   const Shape &X = *C.N.input(0)->Shp, &Y = *C.N.output(0)->Shp;
   double D = 0;
   for (size_t I = 0; I < X.rank() && I < Y.rank(); ++I)
@@ -1306,8 +1246,6 @@ void dataMovementIn(const CostContext &C, RuleCost &Out) {
 
 /// Det of [..., n, n]: LU decomposition, 2n^3/3 FLOPs per matrix.
 void det(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0}))
-    return;
   const Shape &X = *C.N.input(0)->Shp;
   if (X.rank() < 2)
     return unmodeled(Out, "Det of an input below rank 2");
@@ -1474,8 +1412,6 @@ void gradientOp(const CostContext &C, RuleCost &Out) {
 void recurrent(const CostContext &C, RuleCost &Out, Count G, Count EwFlops,
                Count EwTransc) {
   // Y, Y_h and Y_c are each optional (test_lstm_defaults gives Y_h alone).
-  if (lacksOperands(C, Out, {0, 1, 2}, /*ReadsOutput0=*/false))
-    return;
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   if (X.rank() != 3 || W.rank() != 3)
     return unmodeled(Out, C.N.OpType.ref() + " needs rank-3 X and W");
@@ -1588,8 +1524,6 @@ void coreSave(RuleCost &Out, const Value *Q, const Value *K, const Value *V,
 /// are projections: the core needs all three gradients whenever any
 /// input does. Saves x and q, k, v (B*S*3H).
 void msAttention(const CostContext &C, RuleCost &Out) {
-  if (lacksOperands(C, Out, {0, 1}))
-    return;
   const Shape &X = *C.N.input(0)->Shp, &W = *C.N.input(1)->Shp;
   if (X.rank() != 3 || W.rank() != 2)
     return unmodeled(Out, "Attention needs input [B,S,H] and weights [H,3H]");
@@ -1746,10 +1680,10 @@ void binaryT(const CostContext &C, RuleCost &O) {
 
 const OpRule Rules[] = {
 #define RIDGE_UNARY(D, Op, F, T, BF, BT, S)                                    \
-  {D, Op, unaryT<F, T, BF, BT, Save::S>, 0u},
-#define RIDGE_BINARY(D, Op, F, T, BFA, BFB, BT, SA, SB)                        \
-  {D, Op, binaryT<F, T, BFA, BFB, BT, Save::SA, Save::SB>, 0u},
-#define RIDGE_OP(D, Op, Handler, NonDiff) {D, Op, Handler, NonDiff},
+  {D, Op, unaryT<F, T, BF, BT, Save::S>, 0u, 0x1u, 0x1u},
+#define RIDGE_BINARY(D, Op, F, T, BFA, BFB, BT, SA, SB, In)                    \
+  {D, Op, binaryT<F, T, BFA, BFB, BT, Save::SA, Save::SB>, 0u, In, 0x1u},
+#define RIDGE_OP(D, Op, Handler, NonDiff, In, Out) {D, Op, Handler, NonDiff, In, Out},
 #include "passes/cost/OpCosts.def"
 };
 
@@ -1799,7 +1733,7 @@ OpClass classify(const OpRule &Rule) {
 #define RIDGE_UNARY(D, Op, Fl, T, BF, BT, S)                                   \
   if (F == unaryT<Fl, T, BF, BT, Save::S>)                                     \
     return OpClass::ElementWise;
-#define RIDGE_BINARY(D, Op, Fl, T, BFA, BFB, BT, SA, SB)                       \
+#define RIDGE_BINARY(D, Op, Fl, T, BFA, BFB, BT, SA, SB, In)                   \
   if (F == binaryT<Fl, T, BFA, BFB, BT, Save::SA, Save::SB>)                   \
     return OpClass::ElementWise;
 #include "passes/cost/OpCosts.def"
@@ -1869,11 +1803,30 @@ void store(const Node &N, RuleCost &RC, const sym::CountScope &Scope, NodeCost &
 
 } // namespace
 
+namespace {
+/// A node may list fewer operands than its op requires (the loader does not
+/// check arity against the schema, whose registry costs more to build than
+/// the lean import of a graph): that is unmodeled, with the operand named,
+/// never a rule reading through an absent value.
+bool givesRequiredOperands(const OpRule &Rule, const Node &N, RuleCost &Out) {
+  auto Check = [&](uint32_t Required, bool Inputs) {
+    for (unsigned I = 0; I < 32 && Required >> I; ++I)
+      if ((Required >> I & 1) && !(Inputs ? N.input(I) : N.output(I))) {
+        unmodeled(Out, llvm::formatv("{0} needs {1} {2}, which the node does not give",
+                                     N.OpType, Inputs ? "input" : "output", I));
+        return false;
+      }
+    return true;
+  };
+  return Check(Rule.RequiredInputs, true) && Check(Rule.RequiredOutputs, false);
+}
+} // namespace
+
 void ridge::applyRule(const OpRule &Rule, const CostContext &C, NodeCost &Out) {
   bool ShapeFree = Rule.Fn == view || Rule.Fn == metadata || Rule.Fn == controlFlow;
   RuleCost RC;
   sym::CountScope Scope;
-  if (!ShapeFree && !requireShapes(C, RC)) {
+  if (!givesRequiredOperands(Rule, C.N, RC) || (!ShapeFree && !requireShapes(C, RC))) {
     Out.setUnmodeled(RC.Unmodeled.str());
     return;
   }
